@@ -1,0 +1,76 @@
+# agentsfleet — the targets the README names. `make test` and `make dev` do all
+# their own set-up on a fresh machine.
+
+SHELL   := /bin/bash
+GO      ?= go
+PYTHON  ?= python3
+VENV    := .venv
+MOTO    := $(VENV)/.moto-installed
+BIN     := bin
+LAMBDA_OUT := build/lambda
+FUNCTIONS  := api slack schedule runner webtools
+GOTEST_FLAGS ?= -count=1 -timeout 20m
+
+.PHONY: all build lambdas test test-race dev bench synth lint fmt vet venv tools clean
+
+all: build
+
+## venv: Python virtualenv with moto server (pinned in localstack/requirements.txt).
+venv: $(MOTO)
+$(MOTO): localstack/requirements.txt
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt
+	touch $@
+
+## tools: system tools the tests use (ripgrep). Installs with apt-get when root.
+tools:
+	@command -v rg >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing ripgrep"; \
+	    (apt-get install -y -qq ripgrep >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq ripgrep; }); \
+	  else echo "warning: rg (ripgrep) not found; grep tests use grep -rnE and rg comparisons skip"; fi; }
+
+## build: every binary for this machine into bin/.
+build:
+	$(GO) build -o $(BIN)/ ./functions/... ./sandboximage/... ./cmd/...
+
+## lambdas: Lambda binaries for provided.al2023 on arm64.
+lambdas:
+	@for f in $(FUNCTIONS); do \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath \
+	    -o $(LAMBDA_OUT)/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+## test: all tests, against a moto server the tests start themselves.
+test: venv tools
+	$(GO) vet ./...
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+## test-race: the tests under the race detector.
+test-race: venv tools
+	$(GO) test -race $(GOTEST_FLAGS) ./...
+
+## dev: the product on this machine, against moto (or AWS_ENDPOINT_URL).
+dev: venv build
+	$(BIN)/agentsfleet dev
+
+## bench: benchmarks that print ratios against baselines measured in the same run.
+bench: venv tools build
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... | tee bench.txt
+
+## synth: the CDK app.
+synth:
+	@if [ -f infra/main.go ]; then cd infra && npx --yes aws-cdk@2 synth; \
+	else echo "synth: the CDK app (infra/) is not built yet"; exit 1; fi
+
+## lint: gofmt, go vet and staticcheck.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN) build bench.txt
