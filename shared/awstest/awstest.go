@@ -1,10 +1,8 @@
 // Package awstest gives tests an AWS API emulator to talk to over the wire.
 //
-// By default it starts localstack/moto_server.py (moto, served single-threaded
-// so that DynamoDB's conditional writes stay atomic) from the repository's
-// .venv on a free loopback port, once per test binary. When AWS_ENDPOINT_URL
-// is already set (LocalStack, or a moto server someone started) it uses that
-// endpoint instead and starts nothing.
+// By default it starts moto (see package emulator) on a free loopback port,
+// once per test binary. When AWS_ENDPOINT_URL is already set (LocalStack, or
+// a moto server someone started) it uses that endpoint and starts nothing.
 //
 // Tests isolate themselves by name (UniqueName) rather than by resetting the
 // emulator, so packages and parallel tests can share one server.
@@ -15,34 +13,23 @@
 //
 // and in a test:
 //
-//	cfg := awstest.Config(t)
-//	db := dynamodb.NewFromConfig(cfg)
+//	db := dynamodb.NewFromConfig(awstest.Config(t))
 package awstest
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-)
 
-// Region is the region every emulator config uses.
-const Region = "us-east-1"
+	"github.com/agentsfleet/agentsfleet/shared/emulator"
+)
 
 var (
 	mu       sync.Mutex
@@ -52,34 +39,29 @@ var (
 )
 
 // Main starts the emulator (unless AWS_ENDPOINT_URL is set), runs the tests
-// and stops it. It calls os.Exit with the tests' status.
+// and stops it. It calls os.Exit with the tests' status. A failure to start
+// fails only the tests that ask for the emulator.
 func Main(m *testing.M) {
-	stop, err := Start()
-	if err != nil {
-		// Record the failure: tests that need AWS fail with it, the others run.
-		startErr = err
-	}
+	stop := start()
 	code := m.Run()
 	stop()
 	os.Exit(code)
 }
 
-// Start starts the emulator, or adopts AWS_ENDPOINT_URL, and returns a
-// function that stops what it started. It is for TestMain-like callers and
-// for the local stack; tests use Main and Config.
-func Start() (stop func(), err error) {
+func start() (stop func()) {
 	mu.Lock()
 	defer mu.Unlock()
 	if ep := os.Getenv("AWS_ENDPOINT_URL"); ep != "" {
 		endpoint = strings.TrimRight(ep, "/")
-		return func() {}, nil
+		return func() {}
 	}
-	srv, err := StartMoto(context.Background(), "127.0.0.1:0")
+	srv, err := emulator.Start(context.Background(), "127.0.0.1:0")
 	if err != nil {
-		return func() {}, err
+		startErr = err
+		return func() {}
 	}
 	endpoint = srv.Endpoint
-	return srv.Stop, nil
+	return srv.Stop
 }
 
 // Endpoint returns the emulator's base URL, failing the test if none runs.
@@ -96,30 +78,14 @@ func Endpoint(t testing.TB) string {
 	return endpoint
 }
 
-// Config returns an aws.Config pointed at the emulator, with dummy static
-// credentials and Region. Clients built from it never reach AWS.
+// Config returns an aws.Config pointed at the emulator.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
-	cfg, err := ConfigFor(context.Background(), Endpoint(t))
+	cfg, err := emulator.Config(context.Background(), Endpoint(t))
 	if err != nil {
 		t.Fatalf("AWS emulator config: %v", err)
 	}
 	return cfg
-}
-
-// ConfigFor returns an aws.Config for the emulator at endpoint.
-func ConfigFor(ctx context.Context, endpoint string) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithRegion(Region),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithBaseEndpoint(endpoint),
-		// The emulator is local: retry throttling-free, and never wait long.
-		config.WithRetryMaxAttempts(3),
-	)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load emulator config: %w", err)
-	}
-	return cfg, nil
 }
 
 // UniqueName returns a name unique to this test binary run, for tables,
@@ -127,122 +93,4 @@ func ConfigFor(ctx context.Context, endpoint string) (aws.Config, error) {
 func UniqueName(t testing.TB, prefix string) string {
 	t.Helper()
 	return fmt.Sprintf("%s-%d-%d-%d", prefix, os.Getpid(), time.Now().UnixNano()%1e6, seq.Add(1))
-}
-
-// Moto is a running moto server started by StartMoto.
-type Moto struct {
-	Endpoint string
-	cmd      *exec.Cmd
-}
-
-// StartMoto starts localstack/moto_server.py with the repository's .venv
-// Python (or $AGENTSFLEET_PYTHON) on addr ("127.0.0.1:0" picks a free port)
-// and waits until it answers.
-func StartMoto(ctx context.Context, addr string) (*Moto, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("moto address %q: %w", addr, err)
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	python := os.Getenv("AGENTSFLEET_PYTHON")
-	if python == "" {
-		python = filepath.Join(root, ".venv", "bin", "python")
-	}
-	if _, err := os.Stat(python); err != nil {
-		return nil, fmt.Errorf("moto needs the Python virtualenv at %s (run `make venv` or `make test`): %w", python, err)
-	}
-	cmd := exec.Command(python, filepath.Join(root, "localstack", "moto_server.py"), "--host", host, "--port", port)
-	cmd.Stderr = nil // moto logs every request there; keep test output readable
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("moto stdout: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start moto: %w", err)
-	}
-	m := &Moto{cmd: cmd}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if ep, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				lines <- ep
-			}
-		}
-		close(lines)
-	}()
-	select {
-	case ep, ok := <-lines:
-		if !ok {
-			_ = cmd.Wait()
-			return nil, errors.New("moto exited before listening (is moto installed in the virtualenv?)")
-		}
-		m.Endpoint = ep
-	case <-time.After(60 * time.Second):
-		m.Stop()
-		return nil, errors.New("moto did not start within 60s")
-	case <-ctx.Done():
-		m.Stop()
-		return nil, ctx.Err()
-	}
-	if err := waitReady(ctx, m.Endpoint); err != nil {
-		m.Stop()
-		return nil, err
-	}
-	return m, nil
-}
-
-// Stop ends the server and waits for it.
-func (m *Moto) Stop() {
-	if m == nil || m.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
-}
-
-func waitReady(ctx context.Context, ep string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/moto-api/data.json", nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("moto at %s not ready: %w", ep, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// RepoRoot finds the module root (the folder holding go.mod) from the
-// working directory upwards.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -1,0 +1,162 @@
+// Package emulator starts and addresses the AWS API emulator that the local
+// stack and the tests use instead of AWS: moto server from the repository's
+// Python virtualenv, served single-threaded (localstack/moto_server.py) so
+// that DynamoDB's conditional writes and transactions stay atomic, or any
+// endpoint given in AWS_ENDPOINT_URL (LocalStack, a moto someone started).
+package emulator
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Region is the region every emulator config uses.
+const Region = "us-east-1"
+
+// Config returns an aws.Config for the emulator at endpoint: dummy static
+// credentials, Region, and few retries. Clients built from it never reach AWS.
+func Config(ctx context.Context, endpoint string) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion(Region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithBaseEndpoint(endpoint),
+		// The emulator is local: retry throttling-free, and never wait long.
+		config.WithRetryMaxAttempts(3),
+	)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load emulator config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Moto is a running moto server started by Start.
+type Moto struct {
+	Endpoint string
+	cmd      *exec.Cmd
+}
+
+// Start starts localstack/moto_server.py with the repository's .venv
+// Python (or $AGENTSFLEET_PYTHON) on addr ("127.0.0.1:0" picks a free port)
+// and waits until it answers.
+func Start(ctx context.Context, addr string) (*Moto, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("moto address %q: %w", addr, err)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	python := os.Getenv("AGENTSFLEET_PYTHON")
+	if python == "" {
+		python = filepath.Join(root, ".venv", "bin", "python")
+	}
+	if _, err := os.Stat(python); err != nil {
+		return nil, fmt.Errorf("moto needs the Python virtualenv at %s (run `make venv` or `make test`): %w", python, err)
+	}
+	cmd := exec.Command(python, filepath.Join(root, "localstack", "moto_server.py"), "--host", host, "--port", port)
+	cmd.Stderr = nil // moto logs every request there; keep test output readable
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("moto stdout: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start moto: %w", err)
+	}
+	m := &Moto{cmd: cmd}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if ep, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				lines <- ep
+			}
+		}
+		close(lines)
+	}()
+	select {
+	case ep, ok := <-lines:
+		if !ok {
+			_ = cmd.Wait()
+			return nil, errors.New("moto exited before listening (is moto installed in the virtualenv?)")
+		}
+		m.Endpoint = ep
+	case <-time.After(60 * time.Second):
+		m.Stop()
+		return nil, errors.New("moto did not start within 60s")
+	case <-ctx.Done():
+		m.Stop()
+		return nil, ctx.Err()
+	}
+	if err := waitReady(ctx, m.Endpoint); err != nil {
+		m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Stop ends the server and waits for it.
+func (m *Moto) Stop() {
+	if m == nil || m.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func waitReady(ctx context.Context, ep string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ep+"/moto-api/data.json", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("moto at %s not ready: %w", ep, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RepoRoot finds the module root (the folder holding go.mod) from the
+// working directory upwards.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
