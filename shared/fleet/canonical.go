@@ -1,0 +1,235 @@
+package fleet
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// The wire shape of a Definition, written once: the canonical JSON form
+// follows these types, field by field and in this order. Parse reads the
+// same shape (decode.go), plus the [tools] builtin form it folds in.
+type (
+	wireDefinition struct {
+		Name         string      `json:"name"`
+		Instructions string      `json:"instructions"`
+		Model        string      `json:"model,omitempty"`
+		Workdir      string      `json:"workdir,omitempty"`
+		Runtime      wireRuntime `json:"x-agentsfleet"`
+	}
+	wireRuntime struct {
+		Tools   []string          `json:"tools,omitempty"`
+		Network wireNetwork       `json:"network,omitzero"`
+		Secrets map[string]string `json:"secrets,omitempty"`
+		Limits  wireLimits        `json:"limits,omitzero"`
+		Sandbox wireSandbox       `json:"sandbox,omitzero"`
+	}
+	wireNetwork struct {
+		Hosts []string `json:"hosts,omitempty"`
+	}
+	wireLimits struct {
+		ToolTimeoutSeconds int        `json:"tool_timeout_seconds,omitempty"`
+		Budget             wireBudget `json:"budget,omitzero"`
+	}
+	wireBudget struct {
+		Tokens    int64 `json:"tokens,omitempty"`
+		ToolCalls int   `json:"tool_calls,omitempty"`
+	}
+	wireSandbox struct {
+		Size SandboxSize `json:"size,omitempty"`
+	}
+)
+
+func (d *Definition) wire() wireDefinition {
+	return wireDefinition{
+		Name:         d.Name,
+		Instructions: d.Instructions,
+		Model:        d.Model,
+		Workdir:      d.Workdir,
+		Runtime: wireRuntime{
+			Tools:   d.Tools,
+			Network: wireNetwork{Hosts: d.Hosts},
+			Secrets: d.Secrets,
+			Limits: wireLimits{
+				ToolTimeoutSeconds: d.Limits.ToolTimeoutSeconds,
+				Budget:             wireBudget{Tokens: d.Limits.Budget.Tokens, ToolCalls: d.Limits.Budget.ToolCalls},
+			},
+			Sandbox: wireSandbox{Size: d.Sandbox.Size},
+		},
+	}
+}
+
+// Canonical returns d as canonical JSON, the form a revision is stored in:
+// compact, keys in a fixed order (secrets sorted by name), no HTML
+// escaping, no trailing newline. Equal Definitions give equal bytes, and
+// for a Definition from Parse, ParseJSON(d.Canonical()) gives d back.
+// Zero values (empty model, zero limits, …) are left out, so that parsing
+// fills their defaults.
+func (d *Definition) Canonical() []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d.wire()); err != nil {
+		// Strings, ints, slices and maps of strings always encode.
+		panic(fmt.Sprintf("fleet: encode Definition: %v", err))
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// Hash returns the lowercase hex SHA-256 of d.Canonical(). Two Definitions
+// have the same hash exactly when they mean the same thing, however they
+// were written (TOML or JSON, key order, tool-list form, host spelling), so
+// an apply whose hash equals the current revision's changes nothing.
+func (d *Definition) Hash() string {
+	sum := sha256.Sum256(d.Canonical())
+	return hex.EncodeToString(sum[:])
+}
+
+// MarshalJSON returns d.Canonical(), so a Definition inside another JSON
+// value is written in canonical form.
+func (d *Definition) MarshalJSON() ([]byte, error) {
+	return d.Canonical(), nil
+}
+
+// UnmarshalJSON parses data with ParseJSON, so a Definition inside another
+// JSON value is checked and normalised as it is read. On error d is unchanged.
+func (d *Definition) UnmarshalJSON(data []byte) error {
+	n, err := ParseJSON(data)
+	if err != nil {
+		return err
+	}
+	*d = *n
+	return nil
+}
+
+// Normalize returns the Definition Parse would give for d: defaults filled
+// in, tools and hosts normalised, sorted and without repeats. It is for
+// Definitions built in Go; the error is an *Error whose problems carry
+// paths but no lines.
+func (d *Definition) Normalize() (*Definition, error) {
+	return parse(d.Canonical(), JSON, false)
+}
+
+// TOML returns d as a TOML document in a fixed layout, one list entry a
+// line, for people to read and for reviewable diffs between revisions.
+// ParseTOML(d.TOML()) gives d back for a Definition from Parse.
+func (d *Definition) TOML() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "name = %s\n", tomlString(d.Name))
+	if d.Model != "" {
+		fmt.Fprintf(&b, "model = %s\n", tomlString(d.Model))
+	}
+	if d.Workdir != "" {
+		fmt.Fprintf(&b, "workdir = %s\n", tomlString(d.Workdir))
+	}
+	fmt.Fprintf(&b, "instructions = %s\n", tomlMultiline(d.Instructions))
+	fmt.Fprintf(&b, "\n[%s]\n", runtimeKey)
+	writeTOMLList(&b, "tools", d.Tools)
+	if len(d.Hosts) > 0 {
+		fmt.Fprintf(&b, "\n[%s.network]\n", runtimeKey)
+		writeTOMLList(&b, "hosts", d.Hosts)
+	}
+	if len(d.Secrets) > 0 {
+		fmt.Fprintf(&b, "\n[%s.secrets]\n", runtimeKey)
+		names := make([]string, 0, len(d.Secrets))
+		for k := range d.Secrets {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(&b, "%s = %s\n", keySegment(k), tomlString(d.Secrets[k]))
+		}
+	}
+	if d.Limits.ToolTimeoutSeconds != 0 {
+		fmt.Fprintf(&b, "\n[%s.limits]\ntool_timeout_seconds = %d\n", runtimeKey, d.Limits.ToolTimeoutSeconds)
+	}
+	if bud := d.Limits.Budget; bud != (Budget{}) {
+		fmt.Fprintf(&b, "\n[%s.limits.budget]\n", runtimeKey)
+		if bud.Tokens != 0 {
+			fmt.Fprintf(&b, "tokens = %d\n", bud.Tokens)
+		}
+		if bud.ToolCalls != 0 {
+			fmt.Fprintf(&b, "tool_calls = %d\n", bud.ToolCalls)
+		}
+	}
+	if d.Sandbox.Size != "" {
+		fmt.Fprintf(&b, "\n[%s.sandbox]\nsize = %s\n", runtimeKey, tomlString(string(d.Sandbox.Size)))
+	}
+	return b.Bytes()
+}
+
+func writeTOMLList(b *bytes.Buffer, key string, items []string) {
+	if len(items) == 0 {
+		fmt.Fprintf(b, "%s = []\n", key)
+		return
+	}
+	fmt.Fprintf(b, "%s = [\n", key)
+	for _, s := range items {
+		fmt.Fprintf(b, "  %s,\n", tomlString(s))
+	}
+	b.WriteString("]\n")
+}
+
+// tomlString returns s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			writeTOMLRune(&b, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// tomlMultiline returns s as a TOML multi-line basic string. The newline
+// after the opening quotes is not part of the value; a quote is escaped
+// where it could join others to close the string early.
+func tomlMultiline(s string) string {
+	var b strings.Builder
+	b.WriteString("\"\"\"\n")
+	for i, r := range s {
+		switch {
+		case r == '"' && (i+1 == len(s) || s[i+1] == '"'):
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n' || r == '"':
+			b.WriteRune(r)
+		default:
+			writeTOMLRune(&b, r)
+		}
+	}
+	b.WriteString(`"""`)
+	return b.String()
+}
+
+// writeTOMLRune writes r, escaping the control characters TOML strings
+// may not hold raw (tab is allowed) and the replacement for invalid UTF-8.
+func writeTOMLRune(b *strings.Builder, r rune) {
+	switch {
+	case r == '\t':
+		b.WriteRune(r)
+	case r == '\r':
+		b.WriteString(`\r`)
+	case r < 0x20 || r == 0x7f:
+		b.WriteString(`\u` + fmt.Sprintf("%04X", r))
+	case r == utf8.RuneError:
+		b.WriteString(`\uFFFD`)
+	default:
+		b.WriteRune(r)
+	}
+}

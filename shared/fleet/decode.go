@@ -1,0 +1,407 @@
+package fleet
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// The document's keys. The wire shape is written once more, as Go types, in
+// canonical.go; keep the two in step.
+const (
+	runtimeKey = "x-agentsfleet"
+)
+
+// decoder turns a generic tree (from TOML or JSON) into a Definition,
+// recording every problem with the key path it concerns. It checks keys
+// exactly (case-sensitive) and refuses unknown ones.
+type decoder struct {
+	format Format
+	probs  problems
+	// mistyped holds the paths whose value had the wrong type, so that a
+	// later check of the value does not report the same key again.
+	mistyped map[string]bool
+}
+
+// typeProblem records that the value at at is not what the key takes.
+func (d *decoder) typeProblem(at keyPath, format string, args ...any) {
+	d.probs.add(at, format, args...)
+	if d.mistyped == nil {
+		d.mistyped = map[string]bool{}
+	}
+	d.mistyped[at.String()] = true
+}
+
+// field decodes the value of one known key. at is the key's path.
+type field func(at keyPath, v any)
+
+// intSetting is an integer key that may be absent.
+type intSetting struct {
+	v   int64
+	set bool
+	at  keyPath
+}
+
+// listEntry is a string from a list, with its path.
+type listEntry struct {
+	s  string
+	at keyPath
+}
+
+// definition decodes and checks root, the document's top-level table.
+func (d *decoder) definition(root map[string]any) *Definition {
+	def := &Definition{}
+	var (
+		workdirSet, sizeSet    bool
+		size                   string
+		tools, hosts           []listEntry
+		hostsAt                keyPath
+		timeout, tokens, calls intSetting
+	)
+	str := func(dst *string, set *bool) field {
+		return func(at keyPath, v any) {
+			if s, ok := d.str(at, v); ok {
+				*dst = s
+				if set != nil {
+					*set = true
+				}
+			}
+		}
+	}
+	integer := func(dst *intSetting) field {
+		return func(at keyPath, v any) {
+			if n, ok := d.integer(at, v); ok {
+				*dst = intSetting{n, true, at}
+			}
+		}
+	}
+	toolList := func(at keyPath, v any) { tools = append(tools, d.list(at, v)...) }
+
+	d.table(nil, root, map[string]field{
+		"name":         str(&def.Name, nil),
+		"instructions": str(&def.Instructions, nil),
+		"model":        str(&def.Model, nil),
+		"workdir":      str(&def.Workdir, &workdirSet),
+		"tools": func(at keyPath, v any) {
+			d.table(at, v, map[string]field{"builtin": toolList})
+		},
+		runtimeKey: func(at keyPath, v any) {
+			d.table(at, v, map[string]field{
+				"tools": toolList,
+				"network": func(at keyPath, v any) {
+					d.table(at, v, map[string]field{"hosts": func(at keyPath, v any) {
+						hostsAt = at
+						hosts = d.list(at, v)
+					}})
+				},
+				"secrets": func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
+				"limits": func(at keyPath, v any) {
+					d.table(at, v, map[string]field{
+						"tool_timeout_seconds": integer(&timeout),
+						"budget": func(at keyPath, v any) {
+							d.table(at, v, map[string]field{
+								"tokens":     integer(&tokens),
+								"tool_calls": integer(&calls),
+							})
+						},
+					})
+				},
+				"sandbox": func(at keyPath, v any) {
+					d.table(at, v, map[string]field{"size": str(&size, &sizeSet)})
+				},
+			})
+		},
+	})
+
+	// Checks of the values, and defaults for what is absent.
+	if msg := checkName(def.Name); msg != "" && !d.mistyped["name"] {
+		d.probs.add(keyPath{"name"}, "%s", msg)
+	}
+	if msg := checkInstructions(def.Instructions); msg != "" && !d.mistyped["instructions"] {
+		d.probs.add(keyPath{"instructions"}, "%s", msg)
+	}
+	if def.Model != "" {
+		if msg := checkModel(def.Model); msg != "" {
+			d.probs.add(keyPath{"model"}, "%s", msg)
+		}
+	}
+	if !workdirSet {
+		def.Workdir = DefaultWorkdir
+	} else if msg := checkWorkdir(def.Workdir); msg != "" {
+		d.probs.add(keyPath{"workdir"}, "%s", msg)
+	}
+	def.Tools = d.tools(tools)
+	if len(hosts) > MaxHosts {
+		d.probs.add(hostsAt, "%d hosts; at most %d are allowed", len(hosts), MaxHosts)
+	} else {
+		raw := make([]string, len(hosts))
+		for i, h := range hosts {
+			raw[i] = h.s
+		}
+		def.Hosts = normalizeHosts(raw, hostsAt, &d.probs)
+	}
+	def.Limits.ToolTimeoutSeconds = int(d.bounded(timeout,
+		MinToolTimeoutSeconds, MaxToolTimeoutSeconds, DefaultToolTimeoutSeconds, "seconds"))
+	def.Limits.Budget.Tokens = d.bounded(tokens, 1, MaxBudgetTokens, DefaultBudgetTokens, "tokens")
+	def.Limits.Budget.ToolCalls = int(d.bounded(calls, 1, MaxBudgetToolCalls, DefaultBudgetToolCalls, "tool calls"))
+	def.Sandbox.Size = DefaultSandboxSize
+	if sizeSet {
+		if msg := checkSize(size); msg != "" {
+			d.probs.add(runtimePath("sandbox", "size"), "%s", msg)
+		} else {
+			def.Sandbox.Size = SandboxSize(size)
+		}
+	}
+	return def
+}
+
+// tools checks each listed name and returns the known ones, sorted and
+// without repeats (a tool listed twice, in one list or in both, is held
+// once), or nil if there are none.
+func (d *decoder) tools(entries []listEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if _, ok := LookupTool(e.s); !ok {
+			if d.probs.full() {
+				d.probs.more++
+			} else {
+				d.probs.add(e.at, "%s", unknownToolMessage(e.s))
+			}
+			continue
+		}
+		out = append(out, e.s)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// bounded returns s's value if it lies in [lo, hi], def if s is absent, and
+// records a problem (returning def) otherwise.
+func (d *decoder) bounded(s intSetting, lo, hi, def int64, unit string) int64 {
+	if !s.set {
+		return def
+	}
+	if s.v < lo || s.v > hi {
+		d.probs.add(s.at, "%d is out of range; want %d to %d %s (default %d)", s.v, lo, hi, unit, def)
+		return def
+	}
+	return s.v
+}
+
+// secrets decodes the secrets table, checking names and values.
+func (d *decoder) secrets(at keyPath, v any) map[string]string {
+	m, ok := d.asTable(at, v)
+	if !ok {
+		return nil
+	}
+	if len(m) > MaxSecrets {
+		d.probs.add(at, "%d secrets; at most %d are allowed", len(m), MaxSecrets)
+		return nil
+	}
+	out := map[string]string{}
+	for _, k := range sortedKeys(m) {
+		kat := at.key(k)
+		if m[k] == nil {
+			continue // JSON null: absent.
+		}
+		if msg := checkSecretName(k); msg != "" {
+			d.probs.add(kat, "%s", msg)
+			continue
+		}
+		s, ok := d.str(kat, m[k])
+		if !ok {
+			continue
+		}
+		if msg := checkSecretValue(s); msg != "" {
+			d.probs.add(kat, "%s", msg)
+			continue
+		}
+		out[k] = s
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// table decodes v as a table whose keys are those of fields, in sorted key
+// order. An unknown key is a problem naming it; a JSON null is absent.
+func (d *decoder) table(at keyPath, v any, fields map[string]field) {
+	m, ok := d.asTable(at, v)
+	if !ok {
+		return
+	}
+	for _, k := range sortedKeys(m) {
+		kat := at.key(k)
+		f, known := fields[k]
+		if !known {
+			d.probs.add(kat, "%s", unknownKeyMessage(k, at, fields))
+			continue
+		}
+		if m[k] == nil {
+			continue
+		}
+		f(kat, m[k])
+	}
+}
+
+func (d *decoder) asTable(at keyPath, v any) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		d.typeProblem(at, "want %s, got %s", d.typeName(map[string]any{}), d.typeName(v))
+	}
+	return m, ok
+}
+
+func (d *decoder) str(at keyPath, v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		d.typeProblem(at, "want a string, got %s", d.typeName(v))
+	}
+	return s, ok
+}
+
+func (d *decoder) integer(at keyPath, v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case json.Number:
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err == nil {
+			return i, true
+		}
+		if f, ferr := strconv.ParseFloat(string(n), 64); ferr == nil && f == math.Trunc(f) && !strings.ContainsAny(string(n), ".eE") {
+			d.typeProblem(at, "%s is out of range", n)
+			return 0, false
+		}
+		d.typeProblem(at, "want a whole number, got %s", n)
+		return 0, false
+	}
+	d.typeProblem(at, "want a whole number, got %s", d.typeName(v))
+	return 0, false
+}
+
+// list decodes v as an array of strings.
+func (d *decoder) list(at keyPath, v any) []listEntry {
+	a, ok := v.([]any)
+	if !ok {
+		d.typeProblem(at, "want an array of strings, got %s", d.typeName(v))
+		return nil
+	}
+	out := make([]listEntry, 0, len(a))
+	for i, e := range a {
+		eat := at.index(i)
+		if s, ok := d.str(eat, e); ok {
+			out = append(out, listEntry{s, eat})
+		}
+	}
+	return out
+}
+
+// typeName names v's type in the words of the document's format.
+func (d *decoder) typeName(v any) string {
+	switch n := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case json.Number:
+		if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return "a number"
+		}
+		return "the number " + string(n)
+	case []any:
+		return "an array"
+	case map[string]any:
+		if d.format == JSON {
+			return "an object"
+		}
+		return "a table"
+	}
+	return "a date or time"
+}
+
+// homes says where each key of the schema lives, to point a misplaced key
+// to its place; and a few names people reach for, to the key they mean.
+var homes = map[string]string{
+	"name":                 "name",
+	"instructions":         "instructions",
+	"model":                "model",
+	"workdir":              "workdir",
+	"builtin":              "tools.builtin",
+	"network":              runtimeKey + ".network",
+	"hosts":                runtimeKey + ".network.hosts",
+	"secrets":              runtimeKey + ".secrets",
+	"limits":               runtimeKey + ".limits",
+	"tool_timeout_seconds": runtimeKey + ".limits.tool_timeout_seconds",
+	"budget":               runtimeKey + ".limits.budget",
+	"tokens":               runtimeKey + ".limits.budget.tokens",
+	"tool_calls":           runtimeKey + ".limits.budget.tool_calls",
+	"sandbox":              runtimeKey + ".sandbox",
+	"size":                 runtimeKey + ".sandbox.size",
+	// Names people reach for.
+	"max_tokens":        runtimeKey + ".limits.budget.tokens",
+	"max_tool_calls":    runtimeKey + ".limits.budget.tool_calls",
+	"timeout":           runtimeKey + ".limits.tool_timeout_seconds",
+	"tool_timeout":      runtimeKey + ".limits.tool_timeout_seconds",
+	"allowed_hosts":     runtimeKey + ".network.hosts",
+	"network_hosts":     runtimeKey + ".network.hosts",
+	"allowed_tools":     runtimeKey + ".tools",
+	"cpu":               runtimeKey + ".sandbox.size",
+	"memory":            runtimeKey + ".sandbox.size",
+	"system_prompt":     "instructions",
+	"prompt":            "instructions",
+	"x_agentsfleet":     runtimeKey,
+	"agentsfleet":       runtimeKey,
+	"x-agentsfleet":     runtimeKey,
+	"working_directory": "workdir",
+}
+
+// unknownKeyMessage names the unknown key k found in the table at, and
+// where it more likely belongs.
+func unknownKeyMessage(k string, at keyPath, fields map[string]field) string {
+	fold := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	if k == "config" && len(at) == 0 {
+		return "unknown key \"config\"; the Definition is the document itself: write its keys at the top level, without a \"config\" wrapper"
+	}
+	for known := range fields {
+		if fold(known) == fold(k) {
+			return fmt.Sprintf("unknown key %q; did you mean %q?", clip(k), known)
+		}
+	}
+	if home, ok := homes[fold(k)]; ok && home != at.key(k).String() {
+		if !strings.Contains(home, ".") {
+			return fmt.Sprintf("unknown key %q here; did you mean the top-level key %q?", clip(k), home)
+		}
+		return fmt.Sprintf("unknown key %q here; did you mean %s?", clip(k), home)
+	}
+	keys := make([]string, 0, len(fields))
+	for known := range fields {
+		keys = append(keys, known)
+	}
+	sort.Strings(keys)
+	where := "at the top level"
+	if len(at) > 0 {
+		where = "in " + at.String()
+	}
+	return fmt.Sprintf("unknown key %q; the keys %s are %s", clip(k), where, strings.Join(keys, ", "))
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
