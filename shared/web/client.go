@@ -1,0 +1,199 @@
+package web
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
+)
+
+// Limits from the spec.
+const (
+	maxRedirects = 5       // every web tool
+	maxPageBytes = 4 << 20 // webfetch and websearch: 4 MB
+	maxRespBytes = 1 << 20 // web_fetch, http_request, pushover: 1 MiB
+)
+
+// route is where one request may go. checkURL applies it to the first URL
+// and checkRedirect to every redirect hop; the egress dialer under the
+// transport applies the address and port policy to every connection.
+type route struct {
+	tool      string
+	httpsOnly bool
+	listed    bool        // the host must be on hosts
+	hosts     HostAllower // the fleet's list; nil allows nothing
+
+	maxRedirects int
+}
+
+// checkURL returns a *egress.RefusedError if u is not a destination this
+// route allows by scheme, host syntax or host list. It sends nothing.
+func (r route) checkURL(u *url.URL) error {
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if r.httpsOnly {
+			return &egress.RefusedError{Reason: fmt.Sprintf("%s requires https, and %s is http", r.tool, redactURL(u))}
+		}
+	default:
+		return &egress.RefusedError{Reason: fmt.Sprintf("scheme %q is not allowed: only http and https", u.Scheme)}
+	}
+	if u.Host == "" {
+		return &egress.RefusedError{Reason: "the URL has no host"}
+	}
+	if secret.HasRef(u.Host) {
+		return &egress.RefusedError{Reason: "a secret reference cannot be part of the host"}
+	}
+	host, err := egress.CanonicalHost(u.Hostname())
+	if err != nil {
+		return &egress.RefusedError{Reason: err.Error()}
+	}
+	if r.listed && !listAllows(r.hosts, host) {
+		return &egress.RefusedError{Reason: fmt.Sprintf("host %s is not in the fleet's network host list", host)}
+	}
+	return nil
+}
+
+// redirectLimitError is the 6th redirect.
+type redirectLimitError struct{ max int }
+
+func (e *redirectLimitError) Error() string {
+	return fmt.Sprintf("stopped after %d redirects", e.max)
+}
+
+// checkRedirect is an http.Client CheckRedirect that counts hops and
+// applies checkURL to each. When pin is not nil the request carries filled
+// secrets: a hop to any other scheme, host or port is not followed (the
+// client returns the redirect response itself) and *pin is set to where it
+// pointed, so secrets go only where they were approved.
+func (r route) checkRedirect(pin **url.URL) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > r.maxRedirects {
+			return &redirectLimitError{r.maxRedirects}
+		}
+		if err := r.checkURL(req.URL); err != nil {
+			return err
+		}
+		if pin != nil {
+			first := via[0].URL
+			if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+				*pin = req.URL
+				return http.ErrUseLastResponse
+			}
+		}
+		return nil
+	}
+}
+
+// sentKey marks, in a call's context, that a request left for the network.
+type sentKey struct{}
+
+// marking wraps the egress transports: every request whose context carries
+// a sentKey flag sets it. Service.Call uses the flag to decide whether the
+// output can hold data from outside, which must be screened against every
+// fleet secret. Because both transports are wrapped, no tool can forget.
+type marking struct{ rt http.RoundTripper }
+
+func (m marking) RoundTrip(r *http.Request) (*http.Response, error) {
+	if sent, ok := r.Context().Value(sentKey{}).(*atomic.Bool); ok {
+		sent.Store(true)
+	}
+	return m.rt.RoundTrip(r)
+}
+
+// readCapped reads at most max bytes of r and reports whether there was
+// more.
+func readCapped(r io.Reader, max int64) ([]byte, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if int64(len(b)) > max {
+		return b[:max], true, err
+	}
+	return b, false, err
+}
+
+// describe turns a request error into text for the model: the reason,
+// without the Go error's "Get \"URL\":" prefix (the URL may hold filled
+// secrets; the caller names the URL as the model wrote it).
+func (n *network) describe(ctx context.Context, err error) string {
+	var re *egress.RefusedError
+	var rl *redirectLimitError
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &re):
+		return re.Error()
+	case errors.As(err, &rl):
+		return rl.Error()
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("timed out after %s", n.timeout)
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return fmt.Sprintf("host %s not found (DNS)", dnsErr.Name)
+		}
+		return fmt.Sprintf("could not resolve host %s: %s", dnsErr.Name, dnsErr.Err)
+	case errors.As(err, &hostErr), errors.As(err, &unknownAuth), errors.As(err, &certErr):
+		return "TLS certificate not valid for this host: " + tlsReason(err)
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return fmt.Sprintf("could not connect to %s: %v", opErr.Addr, opErr.Err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+func tlsReason(err error) string {
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) && certErr.Err != nil {
+		return certErr.Err.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// redactURL is u without user information, for messages.
+func redactURL(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	c := *u
+	c.User = nil
+	return c.String()
+}
+
+// userAgent is what web tools send unless http_request's caller sets one.
+const userAgent = "Mozilla/5.0 (compatible; agentsfleet-webtools/1.0)"
+
+// textual reports whether a media type is text the model can read.
+func textual(mediaType string) bool {
+	mt := strings.ToLower(mediaType)
+	switch {
+	case strings.HasPrefix(mt, "text/"),
+		strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"),
+		mt == "application/json", mt == "application/xml", mt == "application/javascript",
+		mt == "application/x-javascript", mt == "application/ecmascript", mt == "application/yaml",
+		mt == "application/x-yaml", mt == "application/toml", mt == "application/x-ndjson",
+		mt == "application/graphql", mt == "application/x-www-form-urlencoded", mt == "application/sql":
+		return true
+	}
+	return false
+}

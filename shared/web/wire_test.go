@@ -1,0 +1,85 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/web"
+)
+
+// The invocation payload in testdata round-trips through Request.
+func TestRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/invoke_http_request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req web.Request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Tool != web.ToolHTTPRequest || req.RunID == "" || req.Fleet != "acme-triage" ||
+		req.Secrets["GITHUB_TOKEN"] != "agentsfleet/acme-triage/github-token" || len(req.Hosts) != 2 {
+		t.Fatalf("decoded %+v", req)
+	}
+	back, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	json.Unmarshal(raw, &a)
+	json.Unmarshal(back, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("round trip changed the payload:\n got %s\nwant %s", back, raw)
+	}
+	out, _ := json.Marshal(web.Result{Output: "x"})
+	if string(out) != `{"output":"x","is_error":false}` {
+		t.Fatalf("Result marshals as %s", out)
+	}
+}
+
+func TestCallUnknownToolAndBadHostList(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Call(t.Context(), web.Request{Tool: "bash"})
+	if err != nil || !res.IsError || res.Output != `unknown web tool "bash": the web tools are webfetch, websearch, web_fetch, http_request, pushover` {
+		t.Fatalf("Call(bash) = %+v, %v", res, err)
+	}
+	if _, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebFetchTLS, Hosts: []string{"*.com"}}); err == nil {
+		t.Fatal("a host list entry *.com was accepted")
+	}
+}
+
+func TestToolsDescribeThemselves(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range svc.Tools() {
+		if len(tool.Description()) < 100 {
+			t.Errorf("%s: description %q is too short to guide a model", tool.Name(), tool.Description())
+		}
+		var schema struct {
+			Type       string                     `json:"type"`
+			Properties map[string]json.RawMessage `json:"properties"`
+			Required   []string                   `json:"required"`
+		}
+		if err := json.Unmarshal(tool.Schema(), &schema); err != nil || schema.Type != "object" {
+			t.Errorf("%s: schema is not a JSON object schema: %v", tool.Name(), err)
+		}
+		for _, r := range schema.Required {
+			if _, ok := schema.Properties[r]; !ok {
+				t.Errorf("%s: required %q is not a property", tool.Name(), r)
+			}
+		}
+	}
+}
