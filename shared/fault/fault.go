@@ -64,6 +64,10 @@ var (
 
 	// Definitions.
 	DefinitionInvalid = Code{"UZ-DEF-400", http.StatusBadRequest, "the Definition is not valid"}
+	RevisionNotFound  = Code{"UZ-DEF-404", http.StatusNotFound, "no such Definition revision"}
+
+	// Requests: an argument the caller can fix (wrap with New to say which).
+	RequestInvalid = Code{"UZ-REQ-400", http.StatusBadRequest, "the request is not valid"}
 )
 
 // Error is a code with a message of its own.

@@ -41,7 +41,8 @@ func TestIDsAreUnique(t *testing.T) {
 	all := []fault.Code{fault.SchedFleetCap, fault.SchedPersonOwns, fault.SchedNotRunnable, fault.SchedTotalCap,
 		fault.SchedNotFound, fault.FleetPaused, fault.FleetNotFound, fault.FleetExists, fault.RunNoThread,
 		fault.RunMessageCap, fault.RunNotFound, fault.RunBadTransition, fault.RunLeaseHeld, fault.RunBudgetSpent,
-		fault.ChildCapReached, fault.ChildToolNotHeld, fault.ChildNotFound, fault.ChildDepth, fault.DefinitionInvalid}
+		fault.ChildCapReached, fault.ChildToolNotHeld, fault.ChildNotFound, fault.ChildDepth, fault.DefinitionInvalid,
+		fault.RevisionNotFound, fault.RequestInvalid}
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.ID()] {

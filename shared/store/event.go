@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+)
+
+// Event is one entry of a run's event log.
+type Event struct {
+	Seq  int64 // 1, 2, 3, … without gaps
+	Type string
+	Data []byte // JSON, by convention; secrets already replaced by the caller
+	At   time.Time
+}
+
+// NewEvent is an event to append.
+type NewEvent struct {
+	Type string
+	Data []byte
+}
+
+// maxEventsPerWrite keeps a transaction within DynamoDB's 100 items, with
+// room for the run item and the checkpoint.
+const maxEventsPerWrite = 90
+
+type eventRecord struct {
+	PK   string    `dynamodbav:"pk"`
+	SK   string    `dynamodbav:"sk"`
+	Seq  int64     `dynamodbav:"seq"`
+	Type string    `dynamodbav:"type"`
+	Data []byte    `dynamodbav:"data,omitempty"`
+	At   time.Time `dynamodbav:"at"`
+}
+
+func eventSK(seq int64) string { return fmt.Sprintf("%s%016d", prefixEvent, seq) }
+
+func checkEvents(evs []NewEvent) error {
+	if len(evs) > maxEventsPerWrite {
+		return fault.New(fault.RequestInvalid, "at most %d events at once", maxEventsPerWrite)
+	}
+	for _, ev := range evs {
+		if ev.Type == "" {
+			return fault.New(fault.RequestInvalid, "an event needs a type")
+		}
+		if len(ev.Data) > MaxBlobBytes {
+			return fmt.Errorf("event %s of %d bytes: %w", ev.Type, len(ev.Data), ErrTooLarge)
+		}
+	}
+	return nil
+}
+
+// eventPuts returns the puts for evs numbered from first.
+func (s *Store) eventPuts(runID string, first int64, evs []NewEvent, at time.Time) ([]types.TransactWriteItem, error) {
+	items := make([]types.TransactWriteItem, 0, len(evs))
+	for i, ev := range evs {
+		item, err := marshal(eventRecord{PK: prefixRun + runID, SK: eventSK(first + int64(i)), Seq: first + int64(i),
+			Type: ev.Type, Data: ev.Data, At: at})
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
+	}
+	return items, nil
+}
+
+// hint returns the last event sequence number this Store saw for the run,
+// reading the run when it saw none.
+func (s *Store) hint(ctx context.Context, runID string) (int64, error) {
+	s.hintMu.Lock()
+	seq, ok := s.hints[runID]
+	s.hintMu.Unlock()
+	if ok {
+		return seq, nil
+	}
+	r, err := s.getRun(ctx, runID)
+	if err != nil {
+		return 0, err
+	}
+	return r.EvtSeq, nil
+}
+
+// maxHints bounds the hint cache; a runner works on few runs at a time.
+const maxHints = 4096
+
+func (s *Store) setHint(runID string, seq int64) {
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	if len(s.hints) >= maxHints {
+		clear(s.hints)
+	}
+	if seq > s.hints[runID] {
+		s.hints[runID] = seq
+	}
+}
+
+// AppendEvent appends one event to the run's log and returns its sequence
+// number. See AppendEvents.
+func (s *Store) AppendEvent(ctx context.Context, runID string, ev NewEvent) (int64, error) {
+	return s.AppendEvents(ctx, runID, ev)
+}
+
+// AppendEvents appends events to the run's log and returns the sequence
+// number of the first. Numbers run 1, 2, 3, … without gaps or repeats even
+// with concurrent appenders: each append is one transaction that moves the
+// counter on the run item from the number it read to the next and puts the
+// events under those numbers; an append that read a stale counter is
+// cancelled and retried. An unknown run fails with fault.RunNotFound.
+func (s *Store) AppendEvents(ctx context.Context, runID string, evs ...NewEvent) (first int64, err error) {
+	if err := checkEvents(evs); err != nil {
+		return 0, fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	err = s.retry(ctx, func() error {
+		last, err := s.hint(ctx, runID)
+		if err != nil {
+			return err
+		}
+		next := last + int64(len(evs))
+		e := newExpr()
+		seq := e.n("evtSeq")
+		items := []types.TransactWriteItem{{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
+			UpdateExpression:                    aws.String("SET " + seq + " = " + e.i(next)),
+			ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + seq + " = " + e.i(last)),
+			ExpressionAttributeNames:            e.nameMap(),
+			ExpressionAttributeValues:           e.valueMap(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}
+		puts, err := s.eventPuts(runID, last+1, evs, s.now().UTC())
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, append(items, puts...))
+		if reasons, ok := canceled(err); ok {
+			if old, failed := reasonFailed(reasons, 0); failed {
+				cur, err := s.runFrom(ctx, runID, old)
+				if err != nil {
+					return err
+				}
+				s.setHint(runID, cur.EvtSeq)
+				return errRetry
+			}
+		}
+		if err != nil {
+			return err
+		}
+		s.setHint(runID, next)
+		first = last + 1
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	return first, nil
+}
+
+// ListEvents returns up to limit events (0 means 100, at most 1000) of the
+// run with sequence numbers from from on (from ≤ 1: from the start), in
+// order. next is the number to list from for the following page, or 0 when
+// the log has nothing more for now. Reads are strongly consistent, so an
+// event appended before the call is listed. An unknown run fails with
+// fault.RunNotFound.
+func (s *Store) ListEvents(ctx context.Context, runID string, from int64, limit int) (events []Event, next int64, err error) {
+	from = max(from, 1)
+	e := newExpr()
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: &s.table,
+		KeyConditionExpression: aws.String(e.n(AttrPK) + " = " + e.s(prefixRun+runID) + " AND " +
+			e.n(AttrSK) + " BETWEEN " + e.s(eventSK(from)) + " AND " + e.s(prefixEvent+"9999999999999999")),
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(pageSize(limit, 100, 1000)),
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list events of run %s: %w", runID, err)
+	}
+	if len(out.Items) == 0 {
+		if _, err := s.getRun(ctx, runID); err != nil {
+			return nil, 0, fmt.Errorf("list events of run %s: %w", runID, err)
+		}
+		return nil, 0, nil
+	}
+	events = make([]Event, 0, len(out.Items))
+	for _, item := range out.Items {
+		var r eventRecord
+		if err := unmarshal(item, &r); err != nil {
+			return nil, 0, fmt.Errorf("list events of run %s: %w", runID, err)
+		}
+		events = append(events, Event{Seq: r.Seq, Type: r.Type, Data: r.Data, At: r.At})
+	}
+	if len(out.LastEvaluatedKey) > 0 {
+		next = events[len(events)-1].Seq + 1
+	}
+	return events, next, nil
+}
+
+// Step is what one step of the agent loop commits at once.
+type Step struct {
+	// Holder must hold the run's lease.
+	Holder string
+	// Number is the step; it must exceed the last committed step.
+	Number int64
+	// Checkpoint is the state to resume from after this step.
+	Checkpoint []byte
+	// Events are appended to the run's log.
+	Events []NewEvent
+	// Spend is added to the run's spending, checked against its limits.
+	Spend Budget
+}
+
+// CommitStep commits one step of the agent loop in one transaction: the
+// checkpoint, the step's events and its spending, all or nothing. It is the
+// per-step write path: two items plus one per event, instead of the three
+// separate writes of SaveCheckpoint, AppendEvents and Spend (see the
+// package documentation for write units).
+//
+// It fails with fault.RunLeaseHeld unless st.Holder holds the lease,
+// ErrStepCommitted unless st.Number exceeds the last committed step, and
+// fault.RunBudgetSpent (nothing written) when the spending would exceed the
+// run's limits. It returns the sequence number of the first event (0 with
+// no events).
+func (s *Store) CommitStep(ctx context.Context, runID string, st Step) (firstSeq int64, err error) {
+	firstSeq, err = s.commitStep(ctx, runID, st)
+	if err != nil {
+		return 0, fmt.Errorf("commit step %d of run %s: %w", st.Number, runID, err)
+	}
+	return firstSeq, nil
+}
+
+func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq int64, err error) {
+	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
+		return 0, fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
+	}
+	if len(st.Checkpoint) > MaxBlobBytes {
+		return 0, fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
+	}
+	if err := checkEvents(st.Events); err != nil {
+		return 0, err
+	}
+	err = s.retry(ctx, func() error {
+		var last int64
+		if len(st.Events) > 0 {
+			var err error
+			if last, err = s.hint(ctx, runID); err != nil {
+				return err
+			}
+		}
+		now := s.now().UTC()
+		e := newExpr()
+		step := e.n("ckptStep")
+		update := "SET " + step + " = " + e.i(st.Number)
+		cond := "attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(st.Holder) +
+			" AND " + step + " < " + e.i(st.Number)
+		if len(st.Events) > 0 {
+			seq := e.n("evtSeq")
+			update += ", " + seq + " = " + e.i(last+int64(len(st.Events)))
+			cond += " AND " + seq + " = " + e.i(last)
+		}
+		if st.Spend != (Budget{}) {
+			u, c := spendExpr(e, st.Spend)
+			update += ", " + u
+			cond += " AND " + c
+		}
+		ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
+		if err != nil {
+			return err
+		}
+		items := []types.TransactWriteItem{
+			{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
+				UpdateExpression:                    aws.String(update),
+				ConditionExpression:                 aws.String(cond),
+				ExpressionAttributeNames:            e.nameMap(),
+				ExpressionAttributeValues:           e.valueMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{Put: &types.Put{TableName: &s.table, Item: ckpt}},
+		}
+		puts, err := s.eventPuts(runID, last+1, st.Events, now)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, append(items, puts...))
+		if reasons, ok := canceled(err); ok {
+			if old, failed := reasonFailed(reasons, 0); failed {
+				cur, err := s.runFrom(ctx, runID, old)
+				switch {
+				case err != nil:
+					return err
+				case cur.Holder != st.Holder:
+					return leaseHeld(runID, cur)
+				case cur.CkptStep >= st.Number:
+					return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
+				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
+					return budgetSpent(runID, cur, st.Spend)
+				}
+				s.setHint(runID, cur.EvtSeq)
+				return errRetry
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(st.Events) > 0 {
+			s.setHint(runID, last+int64(len(st.Events)))
+			firstSeq = last + 1
+		}
+		return nil
+	})
+	return firstSeq, err
+}

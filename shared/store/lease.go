@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+)
+
+// A run's lease makes sure one runner at a time executes it. The lease is
+// two attributes on the run item (holder and expiry, in Unix ms by the
+// Store's clock), changed only by conditional writes. Holder ids must be
+// unique per runner invocation (a Lambda request id, say).
+//
+// The holder is also the fence for everything a runner commits: checkpoints
+// and steps are conditional on the lease holder, so a runner that lost its
+// lease (it paused past expiry and another took over) cannot commit.
+
+// AcquireLease takes the run's lease for holder for d. It succeeds when the
+// lease is free, has expired, or is already holder's (then it is extended);
+// otherwise it fails with fault.RunLeaseHeld naming the holder. It returns
+// the run as it is after the write, so the runner sees its status and last
+// checkpoint step.
+func (s *Store) AcquireLease(ctx context.Context, runID, holder string, d time.Duration) (Run, error) {
+	if holder == "" || d <= 0 {
+		return Run{}, fmt.Errorf("acquire lease on run %s: %w", runID,
+			fault.New(fault.RequestInvalid, "a lease needs a holder and a positive duration"))
+	}
+	var r runRecord
+	err := s.retry(ctx, func() error {
+		now := s.now()
+		e := newExpr()
+		h, until := e.n("leaseHolder"), e.n("leaseUntil")
+		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:        &s.table,
+			Key:              runKey(runID),
+			UpdateExpression: aws.String("SET " + h + " = " + e.s(holder) + ", " + until + " = " + e.i(now.Add(d).UnixMilli())),
+			ConditionExpression: aws.String("attribute_exists(" + e.n(AttrPK) + ") AND (attribute_not_exists(" + h + ") OR " +
+				h + " = " + e.s(holder) + " OR " + until + " <= " + e.i(now.UnixMilli()) + ")"),
+			ExpressionAttributeNames:            e.nameMap(),
+			ExpressionAttributeValues:           e.valueMap(),
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if old, ok := conditionFailed(err); ok {
+			cur, err := s.runFrom(ctx, runID, old)
+			if err != nil {
+				return err
+			}
+			if cur.Holder == "" || cur.LeaseUntil <= now.UnixMilli() {
+				return errRetry // released or lapsed between the write and the read
+			}
+			return leaseHeld(runID, cur)
+		}
+		if err != nil {
+			return err
+		}
+		return unmarshal(out.Attributes, &r)
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("acquire lease on run %s for %s: %w", runID, holder, err)
+	}
+	return r.run(), nil
+}
+
+func leaseHeld(runID string, r runRecord) error {
+	if r.Holder == "" {
+		return fault.New(fault.RunLeaseHeld, "nobody holds the lease on run %s", runID)
+	}
+	return fault.New(fault.RunLeaseHeld, "run %s is leased to %s until %s", runID, r.Holder,
+		time.UnixMilli(r.LeaseUntil).UTC().Format(time.RFC3339Nano))
+}
+
+// RenewLease extends holder's lease to d from now and returns the new
+// expiry. Only the holder can renew (fault.RunLeaseHeld otherwise). A lease
+// that lapsed but that nobody took over can still be renewed: nobody else
+// can have run the run in between.
+func (s *Store) RenewLease(ctx context.Context, runID, holder string, d time.Duration) (time.Time, error) {
+	until := s.now().Add(d)
+	e := newExpr()
+	err := s.holderUpdate(ctx, runID, holder, e,
+		"SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli()))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("renew lease on run %s for %s: %w", runID, holder, err)
+	}
+	return time.UnixMilli(until.UnixMilli()).UTC(), nil
+}
+
+// ReleaseLease frees holder's lease so that another runner can take the run
+// at once. Only the holder can release (fault.RunLeaseHeld otherwise).
+func (s *Store) ReleaseLease(ctx context.Context, runID, holder string) error {
+	e := newExpr()
+	err := s.holderUpdate(ctx, runID, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"))
+	if err != nil {
+		return fmt.Errorf("release lease on run %s for %s: %w", runID, holder, err)
+	}
+	return nil
+}
+
+// holderUpdate applies update to the run item if holder holds its lease.
+func (s *Store) holderUpdate(ctx context.Context, runID, holder string, e *expr, update string) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 runKey(runID),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(holder)),
+		ExpressionAttributeNames:            e.nameMap(),
+		ExpressionAttributeValues:           e.valueMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		cur, err := s.runFrom(ctx, runID, old)
+		if err != nil {
+			return err
+		}
+		return leaseHeld(runID, cur)
+	}
+	return err
+}
+
+// Checkpoint is the latest saved state of a run's agent loop.
+type Checkpoint struct {
+	Step    int64 // 0: nothing saved yet
+	Data    []byte
+	SavedAt time.Time
+}
+
+type checkpointRecord struct {
+	PK      string    `dynamodbav:"pk"`
+	SK      string    `dynamodbav:"sk"`
+	Step    int64     `dynamodbav:"step"`
+	Data    []byte    `dynamodbav:"data,omitempty"`
+	SavedAt time.Time `dynamodbav:"savedAt"`
+}
+
+// SaveCheckpoint commits step of the run with its checkpoint data. Only the
+// lease holder can save (fault.RunLeaseHeld otherwise), and only forward:
+// a step at or below the last committed one fails with ErrStepCommitted, so
+// that a runner that lost a race does not roll the run back, and a step that
+// was committed is never executed again. Steps start at 1.
+//
+// The step number lives on the run item, where the lease is, and the data
+// in an item of its own, written in the same transaction.
+func (s *Store) SaveCheckpoint(ctx context.Context, runID, holder string, step int64, data []byte) error {
+	_, err := s.commitStep(ctx, runID, Step{Holder: holder, Number: step, Checkpoint: data})
+	if err != nil {
+		return fmt.Errorf("save checkpoint of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// LoadCheckpoint returns the run's latest checkpoint; Step is 0 when none was
+// saved. An unknown run fails with fault.RunNotFound.
+func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (Checkpoint, error) {
+	var c checkpointRecord
+	found, err := s.getRecord(ctx, key(prefixRun+runID, skCheckpoint), &c)
+	if err == nil && !found {
+		_, err = s.getRun(ctx, runID)
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("load checkpoint of run %s: %w", runID, err)
+	}
+	return Checkpoint{Step: c.Step, Data: c.Data, SavedAt: c.SavedAt}, nil
+}

@@ -1,0 +1,567 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+)
+
+// Source is where a run came from.
+type Source string
+
+// The trigger sources.
+const (
+	SourceAPI      Source = "api"
+	SourceWebhook  Source = "webhook"
+	SourceSlack    Source = "slack"
+	SourceSchedule Source = "schedule"
+)
+
+func (s Source) valid() bool {
+	return s == SourceAPI || s == SourceWebhook || s == SourceSlack || s == SourceSchedule
+}
+
+// Status is a run's place in its life.
+//
+//	queued ──► running ──► succeeded | failed | cancelled
+//	  │         ▲    │
+//	  │         │    ▼
+//	  │        waiting ──► cancelled
+//	  └──► cancelled
+//
+// waiting is a run parked durably (nothing billed) until a person answers,
+// such as an approval. succeeded, failed and cancelled are final.
+type Status string
+
+// The run statuses.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusWaiting   Status = "waiting"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// transitions lists, for each status, the statuses a run may move to.
+var transitions = map[Status][]Status{
+	StatusQueued:  {StatusRunning, StatusCancelled},
+	StatusRunning: {StatusSucceeded, StatusFailed, StatusCancelled, StatusWaiting},
+	StatusWaiting: {StatusRunning, StatusCancelled},
+}
+
+// Terminal reports whether s is final.
+func (s Status) Terminal() bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
+}
+
+// CanMove reports whether a run may move from status from to status to.
+func CanMove(from, to Status) bool { return slices.Contains(transitions[from], to) }
+
+// Thread is the Slack thread a run answers in.
+type Thread struct {
+	Channel  string
+	ThreadTS string
+}
+
+// Budget is a run's spending: its limits, or what it has used. In limits,
+// zero means no limit.
+type Budget struct {
+	Tokens    int64
+	ToolCalls int64
+}
+
+// IdempotencyKey makes run creation safe to retry: a Slack event_id, a
+// webhook delivery id or an API Idempotency-Key, within a scope (such as
+// "slack", "webhook:<fleet>", "api:<key id>"). The same scope and key start at
+// most one run while the key lives (TTL, default DefaultIdempotencyTTL).
+type IdempotencyKey struct {
+	Scope string
+	Key   string
+	TTL   time.Duration
+}
+
+// NewRun is what CreateRun needs.
+type NewRun struct {
+	// ID is the run's id; empty makes one (see Store.NewRunID).
+	ID     string
+	Fleet  string
+	Source Source
+	// Thread is the Slack thread to answer in; only SourceSlack may carry one.
+	Thread *Thread
+	// ScheduleID is the schedule that started the run; only with
+	// SourceSchedule, which needs one.
+	ScheduleID string
+	// Revision pins a Definition revision; 0 pins the fleet's current one.
+	Revision int64
+	// Limits is the run's budget, shared by its children.
+	Limits Budget
+	// Input is what started the run (the message, the webhook body), kept in
+	// an item of its own so that the hot run item stays small.
+	Input []byte
+	// Idempotency, when set, makes a retry return the first run.
+	Idempotency *IdempotencyKey
+}
+
+// RunSummary is the part of a run that list pages show.
+type RunSummary struct {
+	ID         string
+	Fleet      string
+	Revision   int64
+	Source     Source
+	Thread     *Thread
+	ScheduleID string
+	Status     Status
+	CreatedAt  time.Time
+	StatusAt   time.Time // when Status last changed
+}
+
+// Run is a run with its counters.
+type Run struct {
+	RunSummary
+	StatusReason string
+	StartedAt    time.Time // first move to running; zero before
+	EndedAt      time.Time // move to a final status; zero before
+	Limits       Budget
+	Spent        Budget
+	// Events is the sequence number of the last event (0: none yet).
+	Events int64
+	// MessageLines counts message lines posted (at most MaxMessageLines).
+	MessageLines int
+	// ChildrenRunning and ChildrenStarted count child agents.
+	ChildrenRunning, ChildrenStarted int
+	// CheckpointStep is the last committed step (0: none).
+	CheckpointStep int64
+	// LeaseHolder holds the run's lease until LeaseUntil; empty when free.
+	LeaseHolder string
+	LeaseUntil  time.Time
+}
+
+// unlimited stands for "no limit" in the remaining-budget counters: far
+// beyond anything a run spends, far below DynamoDB's number range.
+const unlimited int64 = 1 << 62
+
+type runRecord struct {
+	PK         string     `dynamodbav:"pk"`
+	SK         string     `dynamodbav:"sk"`
+	GSI1PK     string     `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK     string     `dynamodbav:"gsi1sk,omitempty"`
+	Kind       string     `dynamodbav:"kind"`
+	ID         string     `dynamodbav:"id"`
+	Fleet      string     `dynamodbav:"fleet"`
+	Rev        int64      `dynamodbav:"rev"`
+	Source     Source     `dynamodbav:"source"`
+	Channel    string     `dynamodbav:"channel,omitempty"`
+	ThreadTS   string     `dynamodbav:"threadTs,omitempty"`
+	ScheduleID string     `dynamodbav:"scheduleId,omitempty"`
+	Status     Status     `dynamodbav:"status"`
+	Reason     string     `dynamodbav:"reason,omitempty"`
+	CreatedAt  time.Time  `dynamodbav:"createdAt"`
+	StatusAt   time.Time  `dynamodbav:"statusAt"`
+	StartedAt  *time.Time `dynamodbav:"startedAt,omitempty"`
+	EndedAt    *time.Time `dynamodbav:"endedAt,omitempty"`
+	TokLimit   int64      `dynamodbav:"tokLimit"`
+	CallLimit  int64      `dynamodbav:"callLimit"`
+	TokUsed    int64      `dynamodbav:"tokUsed"`
+	CallUsed   int64      `dynamodbav:"callUsed"`
+	TokLeft    int64      `dynamodbav:"tokLeft"`
+	CallLeft   int64      `dynamodbav:"callLeft"`
+	EvtSeq     int64      `dynamodbav:"evtSeq"`
+	MsgLines   int        `dynamodbav:"msgLines"`
+	KidsRun    int        `dynamodbav:"kidsRun"`
+	KidsTotal  int        `dynamodbav:"kidsTotal"`
+	CkptStep   int64      `dynamodbav:"ckptStep"`
+	Holder     string     `dynamodbav:"leaseHolder,omitempty"`
+	LeaseUntil int64      `dynamodbav:"leaseUntil,omitempty"` // Unix ms
+}
+
+func (r runRecord) summary() RunSummary {
+	sum := RunSummary{ID: r.ID, Fleet: r.Fleet, Revision: r.Rev, Source: r.Source, ScheduleID: r.ScheduleID,
+		Status: r.Status, CreatedAt: r.CreatedAt, StatusAt: r.StatusAt}
+	if r.ThreadTS != "" {
+		sum.Thread = &Thread{Channel: r.Channel, ThreadTS: r.ThreadTS}
+	}
+	return sum
+}
+
+func (r runRecord) run() Run {
+	run := Run{RunSummary: r.summary(), StatusReason: r.Reason,
+		Limits:       Budget{Tokens: r.TokLimit, ToolCalls: r.CallLimit},
+		Spent:        Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
+		Events:       r.EvtSeq,
+		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
+		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder}
+	if r.StartedAt != nil {
+		run.StartedAt = *r.StartedAt
+	}
+	if r.EndedAt != nil {
+		run.EndedAt = *r.EndedAt
+	}
+	if r.LeaseUntil != 0 {
+		run.LeaseUntil = time.UnixMilli(r.LeaseUntil).UTC()
+	}
+	return run
+}
+
+type inputRecord struct {
+	PK   string `dynamodbav:"pk"`
+	SK   string `dynamodbav:"sk"`
+	Data []byte `dynamodbav:"data"`
+}
+
+func runKey(id string) map[string]types.AttributeValue { return key(prefixRun+id, skRun) }
+
+func (nr NewRun) check() error {
+	bad := func(format string, args ...any) error { return fault.New(fault.RequestInvalid, format, args...) }
+	if err := checkName("fleet name", nr.Fleet); err != nil {
+		return err
+	}
+	if nr.ID != "" {
+		if err := checkName("run id", nr.ID); err != nil {
+			return err
+		}
+	}
+	if !nr.Source.valid() {
+		return bad("run source %q: want api, webhook, slack or schedule", nr.Source)
+	}
+	if nr.Thread != nil {
+		if nr.Source != SourceSlack {
+			return bad("a run from %s has no Slack thread; only a run from slack carries one", nr.Source)
+		}
+		if nr.Thread.Channel == "" || nr.Thread.ThreadTS == "" {
+			return bad("a Slack thread needs both channel and thread ts")
+		}
+	}
+	if (nr.ScheduleID != "") != (nr.Source == SourceSchedule) {
+		return bad("a schedule id goes with source schedule and only with it")
+	}
+	if nr.ScheduleID != "" {
+		if err := checkName("schedule id", nr.ScheduleID); err != nil {
+			return err
+		}
+	}
+	if nr.Revision < 0 || nr.Limits.Tokens < 0 || nr.Limits.ToolCalls < 0 {
+		return bad("revision and limits must not be negative")
+	}
+	if len(nr.Input) > MaxBlobBytes {
+		return fmt.Errorf("run input of %d bytes: %w", len(nr.Input), ErrTooLarge)
+	}
+	if nr.Idempotency != nil {
+		if err := checkIdempotencyKey(nr.Idempotency.Scope, nr.Idempotency.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CreateRun creates a queued run of a fleet, pinning a Definition revision.
+// The fleet must exist (fault.FleetNotFound) and not be paused
+// (fault.FleetPaused); both are checked inside the transaction that writes
+// the run. With an idempotency key, the key is claimed in the same
+// transaction: a retry, even a concurrent one, creates nothing and returns
+// the first run with created false.
+func (s *Store) CreateRun(ctx context.Context, nr NewRun) (run Run, created bool, err error) {
+	if err := nr.check(); err != nil {
+		return Run{}, false, fmt.Errorf("create run of fleet %s: %w", nr.Fleet, err)
+	}
+	err = s.retry(ctx, func() error {
+		var err error
+		run, created, err = s.createRun(ctx, nr)
+		return err
+	})
+	if err != nil {
+		return Run{}, false, fmt.Errorf("create run of fleet %s: %w", nr.Fleet, err)
+	}
+	return run, created, nil
+}
+
+func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
+	if nr.Idempotency != nil {
+		// The common retry: the key is taken. Answer it with a read.
+		if id, ok, err := s.idempotentRun(ctx, *nr.Idempotency, nil); err != nil || ok {
+			return s.existingRun(ctx, id, err)
+		}
+	}
+	fr, err := s.getFleet(ctx, nr.Fleet)
+	if err != nil {
+		return Run{}, false, err
+	}
+	if fr.Paused {
+		return Run{}, false, fault.FleetPaused
+	}
+	rev := nr.Revision
+	if rev == 0 {
+		rev = fr.Rev
+	}
+	if rev > fr.Rev {
+		return Run{}, false, fault.New(fault.RevisionNotFound, "fleet %s has no revision %d", nr.Fleet, rev)
+	}
+	now := s.now().UTC()
+	id := nr.ID
+	if id == "" {
+		id = newID("run_", now)
+	}
+	rr := runRecord{PK: prefixRun + id, SK: skRun, GSI1PK: prefixFleet + nr.Fleet, GSI1SK: prefixRun + id,
+		Kind: "run", ID: id, Fleet: nr.Fleet, Rev: rev, Source: nr.Source, ScheduleID: nr.ScheduleID,
+		Status: StatusQueued, CreatedAt: now, StatusAt: now,
+		TokLimit: nr.Limits.Tokens, CallLimit: nr.Limits.ToolCalls, TokLeft: unlimited, CallLeft: unlimited}
+	if nr.Limits.Tokens > 0 {
+		rr.TokLeft = nr.Limits.Tokens
+	}
+	if nr.Limits.ToolCalls > 0 {
+		rr.CallLeft = nr.Limits.ToolCalls
+	}
+	if nr.Thread != nil {
+		rr.Channel, rr.ThreadTS = nr.Thread.Channel, nr.Thread.ThreadTS
+	}
+	ri, err := marshal(rr)
+	if err != nil {
+		return Run{}, false, err
+	}
+	fe := newExpr()
+	re := newExpr()
+	items := []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: fleetKey(nr.Fleet),
+			ConditionExpression:                 aws.String("attribute_exists(" + fe.n(AttrPK) + ") AND " + fe.n("paused") + " = " + fe.b(false)),
+			ExpressionAttributeNames:            fe.nameMap(),
+			ExpressionAttributeValues:           fe.valueMap(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+		{Put: &types.Put{TableName: &s.table, Item: ri,
+			ConditionExpression: aws.String("attribute_not_exists(" + re.n(AttrPK) + ")"), ExpressionAttributeNames: re.nameMap()}},
+	}
+	if len(nr.Input) > 0 {
+		ii, err := marshal(inputRecord{PK: prefixRun + id, SK: skInput, Data: nr.Input})
+		if err != nil {
+			return Run{}, false, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: ii}})
+	}
+	idemAt := -1
+	if nr.Idempotency != nil {
+		put, err := s.idempotencyPut(*nr.Idempotency, id)
+		if err != nil {
+			return Run{}, false, err
+		}
+		idemAt = len(items)
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
+	err = s.transact(ctx, items)
+	if reasons, ok := canceled(err); ok {
+		if old, failed := reasonFailed(reasons, idemAt); failed {
+			id, ok, err := s.idempotentRun(ctx, *nr.Idempotency, old)
+			if err == nil && !ok {
+				return Run{}, false, errRetry // the key expired in between
+			}
+			return s.existingRun(ctx, id, err)
+		}
+		if old, failed := reasonFailed(reasons, 0); failed {
+			item, err := s.current(ctx, fleetKey(nr.Fleet), old)
+			switch {
+			case err != nil:
+				return Run{}, false, err
+			case item == nil:
+				return Run{}, false, fault.FleetNotFound
+			}
+			var fr fleetRecord
+			if err := unmarshal(item, &fr); err != nil {
+				return Run{}, false, err
+			}
+			if fr.Paused {
+				return Run{}, false, fault.FleetPaused
+			}
+			return Run{}, false, errRetry // resumed between the write and the read
+		}
+		if _, failed := reasonFailed(reasons, 1); failed {
+			return Run{}, false, fault.New(fault.RequestInvalid, "a run with id %s exists", id)
+		}
+	}
+	if err != nil {
+		return Run{}, false, err
+	}
+	return rr.run(), true, nil
+}
+
+// NewRunID returns a fresh run id. Ids sort by creation time.
+func (s *Store) NewRunID() string { return newID("run_", s.now()) }
+
+func (s *Store) existingRun(ctx context.Context, id string, err error) (Run, bool, error) {
+	if err != nil {
+		return Run{}, false, err
+	}
+	r, err := s.getRun(ctx, id)
+	return r.run(), false, err
+}
+
+// GetRun returns the run with id, or fault.RunNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := s.getRun(ctx, id)
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r.run(), nil
+}
+
+func (s *Store) getRun(ctx context.Context, id string) (runRecord, error) {
+	var r runRecord
+	found, err := s.getRecord(ctx, runKey(id), &r)
+	if err == nil && !found {
+		err = fault.RunNotFound
+	}
+	return r, err
+}
+
+// runFrom decodes a run item a failed condition sent back (or reads it when
+// none came); fault.RunNotFound when there is no run.
+func (s *Store) runFrom(ctx context.Context, id string, old map[string]types.AttributeValue) (runRecord, error) {
+	item, err := s.current(ctx, runKey(id), old)
+	if err != nil {
+		return runRecord{}, err
+	}
+	if item == nil {
+		return runRecord{}, fault.RunNotFound
+	}
+	var r runRecord
+	return r, unmarshal(item, &r)
+}
+
+// GetRunInput returns what started the run (nil if nothing was stored).
+func (s *Store) GetRunInput(ctx context.Context, id string) ([]byte, error) {
+	var in inputRecord
+	found, err := s.getRecord(ctx, key(prefixRun+id, skInput), &in)
+	if err == nil && !found {
+		_, err = s.getRun(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get input of run %s: %w", id, err)
+	}
+	return in.Data, nil
+}
+
+// RunPage is one page of ListRuns. Next is empty on the last page.
+type RunPage struct {
+	Runs []RunSummary
+	Next string
+}
+
+// ListRuns returns a fleet's runs newest first, limit a page (0 means 20, at
+// most 100), from the opaque cursor a previous page returned ("" for the
+// first). It reads GSI1, which DynamoDB updates eventually: a run created or
+// moved a moment ago may show its previous state for that moment. An unknown
+// fleet fails with fault.FleetNotFound.
+func (s *Store) ListRuns(ctx context.Context, fleet, cursor string, limit int) (RunPage, error) {
+	start, err := decodeCursor(cursor, prefixFleet+fleet, AttrGSI1PK, AttrGSI1SK, AttrPK, AttrSK)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs of fleet %s: %w", fleet, err)
+	}
+	e := newExpr()
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: &s.table,
+		IndexName: aws.String(IndexGSI1),
+		KeyConditionExpression: aws.String(e.n(AttrGSI1PK) + " = " + e.s(prefixFleet+fleet) +
+			" AND begins_with(" + e.n(AttrGSI1SK) + ", " + e.s(prefixRun) + ")"),
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
+		ExclusiveStartKey:         start,
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(pageSize(limit, 20, 100)),
+	})
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs of fleet %s: %w", fleet, err)
+	}
+	if len(out.Items) == 0 && cursor == "" {
+		if _, err := s.getFleet(ctx, fleet); err != nil {
+			return RunPage{}, fmt.Errorf("list runs of fleet %s: %w", fleet, err)
+		}
+	}
+	page := RunPage{Runs: make([]RunSummary, 0, len(out.Items)), Next: encodeCursor(out.LastEvaluatedKey)}
+	for _, item := range out.Items {
+		var r runRecord
+		if err := unmarshal(item, &r); err != nil {
+			return RunPage{}, fmt.Errorf("list runs of fleet %s: %w", fleet, err)
+		}
+		page.Runs = append(page.Runs, r.summary())
+	}
+	return page, nil
+}
+
+// maxReason bounds the status reason kept on the run item.
+const maxReason = 1024
+
+// Transition moves a run to status to, with an optional reason (kept,
+// truncated to 1 KiB, for people to read). The move is a conditional write
+// on the status the run has, so of two concurrent moves at most one wins; a
+// move the status diagram does not allow, or that lost, fails with
+// fault.RunBadTransition naming both statuses. Ending a run does not stop its
+// children: call InterruptRunningChildren.
+func (s *Store) Transition(ctx context.Context, id string, to Status, reason string) (Run, error) {
+	var from []string
+	for f, tos := range transitions {
+		if slices.Contains(tos, to) {
+			from = append(from, string(f))
+		}
+	}
+	slices.Sort(from)
+	if len(from) == 0 {
+		// Nothing moves to queued: read the run for an honest message.
+		r, err := s.getRun(ctx, id)
+		if err == nil {
+			err = fault.New(fault.RunBadTransition, "run %s cannot move from %s to %s", id, r.Status, to)
+		}
+		return Run{}, fmt.Errorf("move run %s to %s: %w", id, to, err)
+	}
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "")
+	}
+	now := s.now().UTC()
+	e := newExpr()
+	set := "SET " + e.n("status") + " = " + e.s(string(to)) + ", " + e.n("statusAt") + " = " + e.t(now)
+	if reason != "" {
+		set += ", " + e.n("reason") + " = " + e.s(reason)
+	}
+	if to == StatusRunning {
+		set += ", " + e.n("startedAt") + " = if_not_exists(" + e.n("startedAt") + ", " + e.t(now) + ")"
+	}
+	if to.Terminal() {
+		set += ", " + e.n("endedAt") + " = " + e.t(now)
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 runKey(id),
+		UpdateExpression:                    aws.String(set),
+		ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + e.in("status", from...)),
+		ExpressionAttributeNames:            e.nameMap(),
+		ExpressionAttributeValues:           e.valueMap(),
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	var r runRecord
+	err := s.retry(ctx, func() error {
+		out, err := s.db.UpdateItem(ctx, in)
+		if old, ok := conditionFailed(err); ok {
+			cur, err := s.runFrom(ctx, id, old)
+			if err != nil {
+				return err
+			}
+			if CanMove(cur.Status, to) {
+				return errRetry // it moved between the write and the read
+			}
+			return fault.New(fault.RunBadTransition, "run %s cannot move from %s to %s", id, cur.Status, to)
+		}
+		if err != nil {
+			return err
+		}
+		return unmarshal(out.Attributes, &r)
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("move run %s to %s: %w", id, to, err)
+	}
+	return r.run(), nil
+}
