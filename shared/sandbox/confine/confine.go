@@ -1,29 +1,45 @@
-// Package confine starts the processes sandboxd runs for a fleet (bash, grep,
-// exec_command) confined: own session and process group, an unprivileged uid
-// when sandboxd runs as root, a scrubbed environment, and the whole group
-// killed on timeout.
-//
-// Security boundary: what a confined process may do is decided here and
-// nowhere else. Callers build a Policy from the fleet's roots, call Command,
-// set stdio and start it; they never add environment that came from
-// sandboxd's own environment.
 package confine
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
+// ExitConfineFailure is the exit status of a confined command whose
+// confinement could not be applied (a policy that does not decode, a
+// seccomp filter the kernel refuses, Landlock failing where sandboxd saw
+// it). The target never ran; stderr holds one line starting with
+// "agentsfleet-confine:". Callers should treat it as a broken environment,
+// not as the command's own failure.
+const ExitConfineFailure = 125
+
+// NobodyID is the uid and gid a confined process runs as when sandboxd runs
+// as root and the Policy names none.
+const NobodyID = 65534
+
 // Limits are the rlimits of a confined process. Zero means the default.
+// Soft and hard limits are equal, except CPUSeconds, whose hard limit is one
+// second higher so that SIGXCPU comes before SIGKILL.
 type Limits struct {
-	Processes    uint64 // RLIMIT_NPROC, per uid
+	// Processes is RLIMIT_NPROC. The kernel counts every process and thread
+	// of the uid, not of the command: when sandboxd is not root its own
+	// threads and every other confined command count too.
+	Processes    uint64
 	OpenFiles    uint64 // RLIMIT_NOFILE
-	FileSize     uint64 // RLIMIT_FSIZE, bytes
-	AddressSpace uint64 // RLIMIT_AS, bytes
+	FileSize     uint64 // RLIMIT_FSIZE, bytes; writing past it raises SIGXFSZ
+	AddressSpace uint64 // RLIMIT_AS, bytes of virtual address space
 	CPUSeconds   uint64 // RLIMIT_CPU
 }
 
@@ -36,51 +52,189 @@ var DefaultLimits = Limits{
 	CPUSeconds:   600,
 }
 
-// Policy says what a confined process may reach.
-type Policy struct {
-	ReadOnly []string // readable roots (data, system directories)
-	Writable []string // writable roots (workdir, /agent, workspace); /tmp is always writable
-	Limits   Limits
-	// UID and GID are the identity to drop to when sandboxd runs as root.
-	// Zero means 65534 (nobody). Ignored when sandboxd is not root.
-	UID, GID int
-	// Env is added to the scrubbed base environment (PATH, HOME, LANG…).
-	Env []string
+func (l Limits) withDefaults() Limits {
+	set := func(v *uint64, d uint64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&l.Processes, DefaultLimits.Processes)
+	set(&l.OpenFiles, DefaultLimits.OpenFiles)
+	set(&l.FileSize, DefaultLimits.FileSize)
+	set(&l.AddressSpace, DefaultLimits.AddressSpace)
+	set(&l.CPUSeconds, DefaultLimits.CPUSeconds)
+	return l
 }
 
-// Command returns a command that runs name with args under p. The caller
-// sets Dir and stdio and starts it; the process leads its own session and
-// process group, so KillGroup reaches every descendant that stayed in it.
+// Policy says what a confined process may reach. A Policy is read by
+// Command and not kept; it is safe to share between goroutines as long as
+// nobody modifies it.
+type Policy struct {
+	// ReadOnly are readable (and executable) roots: the mounted data, the
+	// system directories. The system directories, /proc and the usual /dev
+	// entries are readable whatever this says.
+	ReadOnly []string
+	// Writable are the writable roots: workdir, /agent, workspace. /tmp and
+	// /dev/shm are always writable.
+	Writable []string
+	Limits   Limits
+	// UID and GID are the identity to drop to when sandboxd runs as root.
+	// Zero means NobodyID. Ignored when sandboxd is not root: the process
+	// then keeps sandboxd's uid.
+	UID, GID int
+	// Env is added to the base environment (PATH, HOME, LANG…). Variables
+	// that Scrub removes are removed from it too.
+	Env []string
+
+	noLandlock bool // tests only: see wirePolicy.NoLandlock
+}
+
+const (
+	trampolineArg0 = "agentsfleet-confine"
+	policyEnv      = "AGENTSFLEET_CONFINE_POLICY"
+	selfExe        = "/proc/self/exe"
+)
+
+// Command returns a command that runs name with args under p. name is looked
+// up in the confined PATH (BaseEnv's, or the one in p.Env); when it is not
+// found, Start returns an *exec.Error wrapping exec.ErrNotFound, as
+// exec.Command would.
+//
+// The caller sets Dir and stdio and starts it. It may append to cmd.Env
+// (the additions are scrubbed) but must not replace it: the policy travels
+// in it, and a command without it exits with ExitConfineFailure. It may add
+// to cmd.SysProcAttr (Setctty, Ctty) but must keep Setsid and must not set
+// Credential: when sandboxd is root the trampoline drops to Identity itself,
+// after entering Dir, so that a Dir the uid cannot use fails with a clear
+// message (exit ExitConfineFailure) rather than inside fork.
+//
+// cmd.Path is /proc/self/exe and cmd.Args[0] the trampoline's marker;
+// cmd.Args[1:] are name and args. An error from Start therefore reads
+// "fork/exec /proc/self/exe: …": the child could not be started at all
+// (most often, cmd.Dir does not exist). The program's own failures arrive
+// as its exit status and stderr.
+//
+// The process leads its own session and process group; KillGroup kills it
+// and every descendant.
 func (p *Policy) Command(name string, args ...string) (*exec.Cmd, error) {
-	if name == "" {
-		return nil, errors.New("confine: no program")
+	cmd := exec.Command(selfExe)
+	if err := p.setup(cmd, name, args); err != nil {
+		return nil, err
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(BaseEnv(), p.Env...)
-	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if os.Geteuid() == 0 {
-		uid, gid := p.UID, p.GID
-		if uid == 0 {
-			uid = 65534
-		}
-		if gid == 0 {
-			gid = 65534
-		}
-		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
-	}
-	cmd.SysProcAttr = attr
 	return cmd, nil
 }
 
-// KillGroup sends SIGKILL to cmd's whole process group.
-func KillGroup(cmd *exec.Cmd) error {
-	if cmd == nil || cmd.Process == nil {
+// CommandContext is Command with a context: when ctx is done, the command
+// and all its descendants are killed (KillGroup), and Wait returns.
+func (p *Policy) CommandContext(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.CommandContext(ctx, selfExe)
+	if err := p.setup(cmd, name, args); err != nil {
+		return nil, err
+	}
+	cmd.Cancel = func() error { return KillGroup(cmd) }
+	return cmd, nil
+}
+
+func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
+	if name == "" {
+		return errors.New("confine: no program")
+	}
+	if _, err := os.Stat(selfExe); err != nil {
+		return fmt.Errorf("confine: the trampoline needs /proc: %w", err)
+	}
+	warnOnce.Do(warnWithoutLandlock)
+
+	w := wirePolicy{
+		Limits:     p.Limits.withDefaults(),
+		Landlock:   LandlockABI() > 0 && !p.noLandlock,
+		NoLandlock: p.noLandlock,
+		Guard:      currentGuard(),
+	}
+	if os.Geteuid() == 0 {
+		w.UID, w.GID = ids(p.UID, p.GID)
+	}
+	var err error
+	if w.ReadOnly, err = absPaths(p.ReadOnly); err != nil {
+		return err
+	}
+	if w.Writable, err = absPaths(p.Writable); err != nil {
+		return err
+	}
+	enc, err := json.Marshal(w)
+	if err != nil {
+		return fmt.Errorf("confine: encode policy: %w", err)
+	}
+
+	env := append(BaseEnv(), Scrub(p.Env)...)
+	cmd.Args = append([]string{trampolineArg0, name}, args...)
+	cmd.Env = append(env, policyEnv+"="+string(enc))
+	if lookErr := precheck(name, env); lookErr != nil {
+		cmd.Err = lookErr
+	}
+	// The trampoline drops root itself (see dropPrivileges), after the
+	// child has entered cmd.Dir.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	return nil
+}
+
+// Identity returns the uid and gid a process confined under p runs as:
+// p.UID and p.GID (zero meaning NobodyID) when sandboxd is root, sandboxd's
+// own otherwise. sandboxd uses it to hand the process things it must own,
+// such as its terminal.
+func (p *Policy) Identity() (uid, gid int) {
+	if os.Geteuid() != 0 {
+		return os.Getuid(), os.Getgid()
+	}
+	return ids(p.UID, p.GID)
+}
+
+func ids(uid, gid int) (int, int) {
+	if uid == 0 {
+		uid = NobodyID
+	}
+	if gid == 0 {
+		gid = NobodyID
+	}
+	return uid, gid
+}
+
+func absPaths(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("confine: root %q: %w", p, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
+}
+
+// precheck finds name in env's PATH the way the trampoline will, so that a
+// missing program fails Start with the error exec.Command gives. A name with
+// a slash is left to the trampoline (it may be relative to cmd.Dir).
+func precheck(name string, env []string) error {
+	if strings.Contains(name, "/") {
 		return nil
 	}
-	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("kill process group %d: %w", cmd.Process.Pid, err)
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
 	}
-	return nil
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return nil
+		}
+	}
+	return &exec.Error{Name: name, Err: exec.ErrNotFound}
 }
 
 // BaseEnv is the environment every confined process starts from. Nothing in
@@ -97,8 +251,11 @@ func BaseEnv() []string {
 	}
 }
 
-// Scrub removes variables that must never reach a confined process from
-// env: AWS_*, ECS_*, SANDBOXD_*, and anything naming a token, secret or key.
+// Scrub returns env without the variables that must never reach a confined
+// process: AWS_*, ECS_*, SANDBOXD_*, and anything whose name contains TOKEN,
+// SECRET or PASSWORD or ends in _KEY (case-insensitive). The trampoline
+// applies it again to the final environment, so a variable a caller appends
+// to cmd.Env is scrubbed too.
 func Scrub(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
@@ -112,4 +269,80 @@ func Scrub(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// SetNonDumpable marks the calling process non-dumpable (PR_SET_DUMPABLE 0).
+// sandboxd calls it first thing at start. Afterwards processes of its own
+// uid, confined or not, can neither ptrace it nor open its /proc/<pid>/mem,
+// environ, maps or fd (the kernel makes them root's), and it writes no core
+// dump. It does not hide /proc/<pid>/cmdline or stat, and root (or
+// CAP_SYS_PTRACE) still reads everything. Children start dumpable again at
+// exec.
+func SetNonDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("confine: prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	return nil
+}
+
+// PrepareRoots makes the writable roots usable by confined processes when
+// sandboxd runs as root: it changes the owner of each directory itself (not
+// its contents) to uid:gid (zero means NobodyID). When sandboxd is not root
+// it does nothing and returns nil.
+//
+// Trade-off: only the directories themselves change owner. Files that were
+// there before, or that sandboxd (as root) writes later, for example through
+// apply_patch, stay root's: a confined process can create and delete files
+// in the root but cannot modify those. The parents of each root must be
+// searchable by uid (a root under a 0700 directory stays out of reach).
+func PrepareRoots(writable []string, uid, gid int) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	uid, gid = ids(uid, gid)
+	for _, dir := range writable {
+		if dir == "" {
+			continue
+		}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return fmt.Errorf("confine: prepare root %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+var warnOnce sync.Once
+
+// warnWithoutLandlock logs the one line that says files are not confined.
+func warnWithoutLandlock() {
+	if LandlockABI() > 0 {
+		return
+	}
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	slog.Warn("confine: Landlock is not available on this kernel; confined processes can write wherever file permissions let their uid (seccomp, rlimits and the uid still apply)",
+		"kernel", unix.ByteSliceToString(u.Release[:]))
+}
+
+// Status describes the confinement this machine gives, for sandboxd's
+// startup log and health output, e.g. "landlock ABI 7; seccomp x86_64;
+// children run as 65534:65534".
+func Status() string {
+	var b strings.Builder
+	if abi := LandlockABI(); abi > 0 {
+		b.WriteString("landlock ABI " + strconv.Itoa(abi))
+	} else {
+		b.WriteString("landlock unavailable")
+	}
+	if a, err := nativeArch(); err == nil {
+		b.WriteString("; seccomp " + a.Name)
+	} else {
+		b.WriteString("; seccomp unavailable: " + err.Error())
+	}
+	if os.Geteuid() == 0 {
+		fmt.Fprintf(&b, "; children run as %d:%d unless the policy says otherwise", NobodyID, NobodyID)
+	} else {
+		fmt.Fprintf(&b, "; children keep uid %d", os.Geteuid())
+	}
+	return b.String()
 }

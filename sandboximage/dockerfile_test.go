@@ -1,0 +1,200 @@
+package sandboximage_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentsfleet/agentsfleet/sandboximage"
+)
+
+// instruction is one Dockerfile instruction, continuation lines joined.
+type instruction struct {
+	cmd  string // upper case: FROM, RUN, …
+	args string
+}
+
+func parseDockerfile(t *testing.T) []instruction {
+	t.Helper()
+	b, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []instruction
+	var cur strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "#") || (trimmed == "" && cur.Len() == 0) {
+			continue
+		}
+		if body, ok := strings.CutSuffix(trimmed, "\\"); ok {
+			cur.WriteString(body + " ")
+			continue
+		}
+		cur.WriteString(trimmed)
+		full := strings.TrimSpace(cur.String())
+		cur.Reset()
+		if full == "" {
+			continue
+		}
+		cmd, args, _ := strings.Cut(full, " ")
+		out = append(out, instruction{strings.ToUpper(cmd), strings.TrimSpace(args)})
+	}
+	return out
+}
+
+// stages splits the instructions at each FROM.
+func stages(ins []instruction) [][]instruction {
+	var out [][]instruction
+	for _, in := range ins {
+		if in.cmd == "FROM" {
+			out = append(out, nil)
+		}
+		if len(out) > 0 {
+			out[len(out)-1] = append(out[len(out)-1], in)
+		}
+	}
+	return out
+}
+
+func find(stage []instruction, cmd string) []string {
+	var out []string
+	for _, in := range stage {
+		if in.cmd == cmd {
+			out = append(out, in.args)
+		}
+	}
+	return out
+}
+
+func jsonArray(t *testing.T, s string) []string {
+	t.Helper()
+	var v []string
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%q is not an exec-form JSON array: %v", s, err)
+	}
+	return v
+}
+
+func TestDockerfileMatchesTheImageConstants(t *testing.T) {
+	t.Parallel()
+	st := stages(parseDockerfile(t))
+	if len(st) < 2 {
+		t.Fatalf("the Dockerfile has %d stages, want a multi-stage build", len(st))
+	}
+	build, final := st[0], st[len(st)-1]
+
+	from := build[0].args
+	if !strings.Contains(from, "golang:") || !strings.HasSuffix(from, " AS build") {
+		t.Errorf("first stage FROM %q, want a golang builder named build", from)
+	}
+	builtTo := ""
+	for _, run := range find(build, "RUN") {
+		if m := regexp.MustCompile(`go build .*-o (\S+) \./sandboximage/sandboxd\b`).FindStringSubmatch(run); m != nil {
+			builtTo = m[1]
+		}
+	}
+	if builtTo == "" {
+		t.Fatal("the builder does not go build ./sandboximage/sandboxd with -o")
+	}
+	if !strings.Contains(strings.Join(find(build, "RUN"), " "), "CGO_ENABLED=0") {
+		t.Error("sandboxd is not built static (CGO_ENABLED=0) for the slim image")
+	}
+
+	if !regexp.MustCompile(`^debian:(trixie|bookworm)-slim$`).MatchString(final[0].args) {
+		t.Errorf("runtime FROM %q, want debian:trixie-slim or bookworm-slim", final[0].args)
+	}
+	runs := strings.Join(find(final, "RUN"), "\n")
+	installed := regexp.MustCompile(`apt-get install[^&]*`).FindString(runs)
+	for _, pkg := range []string{"bash", "coreutils", "git", "ripgrep", "python3", "ca-certificates", "tini"} {
+		if !slices.Contains(strings.Fields(installed), pkg) {
+			t.Errorf("apt-get install lacks %s: %q", pkg, installed)
+		}
+	}
+	if !strings.Contains(runs, "rm -rf /var/lib/apt/lists/*") {
+		t.Error("the apt lists are left in the image")
+	}
+	for _, want := range []string{
+		fmt.Sprintf("groupadd --gid %d %s", sandboximage.GID, sandboximage.User),
+		fmt.Sprintf("useradd --uid %d --gid %d", sandboximage.UID, sandboximage.GID),
+		fmt.Sprintf("chown %s:%s %s %s %s", sandboximage.User, sandboximage.User, sandboximage.AgentDir, sandboximage.Workdir, sandboximage.WorkspaceDir),
+	} {
+		if !strings.Contains(runs, want) {
+			t.Errorf("no %q in the runtime stage's RUN lines", want)
+		}
+	}
+	if !regexp.MustCompile(`useradd [^&]* ` + sandboximage.User + `\b`).MatchString(runs) {
+		t.Errorf("useradd does not name user %s", sandboximage.User)
+	}
+	for _, dir := range []string{sandboximage.AgentDir, sandboximage.Workdir, sandboximage.WorkspaceDir, sandboximage.DataDir} {
+		if !regexp.MustCompile(`mkdir -p [^&]*` + regexp.QuoteMeta(dir) + `\b`).MatchString(runs) {
+			t.Errorf("the image does not create %s", dir)
+		}
+	}
+
+	want := map[string]string{
+		"COPY":    "--from=build " + builtTo + " " + sandboximage.BinaryPath,
+		"USER":    fmt.Sprintf("%d:%d", sandboximage.UID, sandboximage.GID),
+		"WORKDIR": sandboximage.Workdir,
+		"EXPOSE":  fmt.Sprint(sandboximage.Port),
+	}
+	for cmd, w := range want {
+		got := find(final, cmd)
+		if len(got) != 1 || got[0] != w {
+			t.Errorf("runtime stage %s = %q, want [%q]", cmd, got, w)
+		}
+	}
+	health := find(final, "HEALTHCHECK")
+	if len(health) != 1 {
+		t.Fatalf("HEALTHCHECK lines: %q, want one", health)
+	}
+	_, healthCmd, ok := strings.Cut(health[0], " CMD ")
+	if !ok || !slices.Equal(jsonArray(t, healthCmd), sandboximage.HealthCheck()) {
+		t.Errorf("HEALTHCHECK %q, want CMD %q", health[0], sandboximage.HealthCheck())
+	}
+	for cmd, w := range map[string][]string{"ENTRYPOINT": sandboximage.Entrypoint(), "CMD": sandboximage.ServeArgs()} {
+		got := find(final, cmd)
+		if len(got) != 1 || !slices.Equal(jsonArray(t, got[0]), w) {
+			t.Errorf("%s = %q, want %q", cmd, got, w)
+		}
+	}
+	if !strings.Contains(strings.Join(sandboximage.ServeArgs(), " "), "--listen :"+fmt.Sprint(sandboximage.Port)) {
+		t.Errorf("sandboxd serve does not listen on port %d", sandboximage.Port)
+	}
+}
+
+// TestBuildNamesTheBinarySandboxd: `go build ./sandboximage/...` makes a
+// binary named sandboxd, whose call entry point works.
+func TestBuildNamesTheBinarySandboxd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	out := t.TempDir()
+	build := exec.Command(goBin, "build", "-o", out+"/", "./...")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./sandboximage/...: %v\n%s", err, b)
+	}
+	bin := filepath.Join(out, "sandboxd")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no sandboxd binary: %v", err)
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "x.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := exec.Command(bin, "call", "--workdir", work, "list", "{}")
+	if b, err := call.CombinedOutput(); err != nil || string(b) != "x.txt" {
+		t.Fatalf("sandboxd call list = %q, %v; want x.txt", b, err)
+	}
+}

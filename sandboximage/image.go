@@ -1,0 +1,54 @@
+// Package sandboximage describes the sandbox image built from the Dockerfile
+// beside it: where sandboxd is, which user it runs as, which directories
+// the tools reach and which port it serves. The Dockerfile test checks the
+// Dockerfile against these constants; the infrastructure (ECS task
+// definition) and the sandbox launcher read them from here.
+//
+// The sandboxd binary's main is in ./sandboxd.
+package sandboximage
+
+import "strconv"
+
+const (
+	// BinaryPath is where the image installs sandboxd.
+	BinaryPath = "/usr/local/bin/sandboxd"
+	// InitPath is the image's PID 1 (tini), which starts sandboxd, forwards
+	// signals to it and reaps the orphans commands leave behind.
+	InitPath = "/usr/bin/tini"
+	// User and UID name the non-root user sandboxd runs as; GID is its
+	// group. The user owns AgentDir, Workdir and WorkspaceDir.
+	User = "agent"
+	UID  = 10001
+	GID  = 10001
+	// Port is the TCP port sandboxd serves its API on.
+	Port = 8080
+	// Workdir is the fleet's workdir, the image's WORKDIR.
+	Workdir = "/work"
+	// AgentDir is the fleet's folder (/agent in the spec), writable.
+	AgentDir = "/agent"
+	// DataDir is where the fleet's data is mounted, read-only.
+	DataDir = "/data"
+	// WorkspaceDir is the turn's workspace, writable.
+	WorkspaceDir = "/workspace"
+)
+
+// ListenAddr is the address sandboxd serve listens on in the image.
+var ListenAddr = ":" + strconv.Itoa(Port)
+
+// HealthAddr is where the health check finds sandboxd inside the task.
+var HealthAddr = "127.0.0.1:" + strconv.Itoa(Port)
+
+// Entrypoint is the image's ENTRYPOINT: sandboxd under tini.
+func Entrypoint() []string { return []string{InitPath, "--", BinaryPath} }
+
+// ServeArgs are the arguments the image runs sandboxd with (its CMD).
+func ServeArgs() []string {
+	return []string{"serve", "--listen", ListenAddr, "--workdir", Workdir, "--agent", AgentDir,
+		"--data", DataDir, "--workspace", WorkspaceDir}
+}
+
+// HealthCheck is the command a container health check runs (the
+// Dockerfile's HEALTHCHECK; ECS task definitions take the same command).
+func HealthCheck() []string {
+	return []string{BinaryPath, "health", "--addr", HealthAddr}
+}

@@ -1,0 +1,103 @@
+// Package confine starts the processes sandboxd runs for a fleet (bash, grep,
+// exec_command) confined, and kills them again, descendants included.
+//
+// # How a process is confined
+//
+// Go's os/exec cannot run code between fork and exec, so [Policy.Command]
+// returns a command that re-executes the current binary (/proc/self/exe) with
+// argv[0] "agentsfleet-confine" and the encoded policy in the environment
+// variable AGENTSFLEET_CONFINE_POLICY. This package's init function
+// recognises that argv[0], removes the variable, and on the main OS thread
+// (locked), in this order:
+//
+//  1. when sandboxd is root, drops to the policy's uid and gid ([NobodyID]
+//     by default) with no supplementary groups, after the child has
+//     entered cmd.Dir, and re-arms the parent-death signal;
+//  2. sets the rlimits (processes, file size, open files, CPU seconds; core
+//     dumps off);
+//  3. makes the process a child subreaper, so that descendants whose parent
+//     dies are re-parented to it rather than to init (see [KillGroup]);
+//  4. sets no_new_privs;
+//  5. enforces Landlock, when the kernel has it, at the best ABI it offers
+//     (up to V11);
+//  6. loads the seccomp filter (this thread only: the exec below leaves no
+//     other thread);
+//  7. sets RLIMIT_AS, last, because the trampoline's own Go runtime already
+//     maps more than a small limit allows, and execs the target with its
+//     environment scrubbed once more ([Scrub]).
+//
+// If any step fails it writes one line to stderr, starting with
+// "agentsfleet-confine:", and exits with [ExitConfineFailure]; it never runs
+// the target unconfined. A target that cannot be executed exits 127 (not
+// found) or 126, as a shell would.
+//
+// Because the trampoline lives in init, every binary that imports confine
+// works without extra wiring: sandboxd, and the test binary of every package
+// that imports it (directly or not). Package inits that Go orders before
+// confine's also run in the trampoline; they must not start work that
+// matters. The child is started with Setsid (its own session and process
+// group) and Pdeathsig SIGKILL (it dies with the sandboxd thread that
+// started it). A confined command costs one more exec of the sandboxd binary
+// than a bare one: a Go runtime start, a few milliseconds (BenchmarkSpawn
+// reports the ratio).
+//
+// sandboxd calls [SetNonDumpable] first thing at start, and [PrepareRoots]
+// on its writable roots when it runs as root.
+//
+// # Security boundary
+//
+// Confinement prevents a confined process and its descendants from:
+//   - gaining privileges through set-uid binaries or file capabilities
+//     (no_new_privs);
+//   - calling ptrace, process_vm_readv/writev, process_madvise, pidfd_getfd,
+//     kcmp, mount and the new mount API, umount2, pivot_root, chroot, bpf,
+//     perf_event_open, userfaultfd, io_uring, kexec_load, kexec_file_load,
+//     module loading and unloading, keyctl, add_key, request_key, unshare,
+//     setns, clone with namespace flags, reboot, swapon/swapoff, acct,
+//     quotactl, open_by_handle_at, iopl/ioperm/modify_ldt, settimeofday,
+//     clock_settime/clock_adjtime, syslog, vhangup, sethostname,
+//     move_pages/migrate_pages, the TIOCSTI, TIOCLINUX, FIOSETOWN and
+//     SIOCSPGRP ioctls, fcntl F_SETOWN_EX, AF_VSOCK sockets and unusual
+//     personality flags: each fails with EPERM. clone3 and
+//     pidfd_send_signal fail with ENOSYS, so that libraries fall back to
+//     clone and kill, which the filter can inspect;
+//   - making system calls of another ABI (i386 or arm32 compat, x32): the
+//     process is killed;
+//   - signalling sandboxd with kill, tgkill, tkill, sigqueue or fcntl
+//     F_SETOWN by its pid, its process group or -1 (EPERM);
+//   - connecting to abstract UNIX sockets created outside the command, and,
+//     from Landlock ABI 9, to pathname UNIX sockets outside the writable
+//     roots and /tmp (Landlock);
+//   - opening for writing, creating, removing or renaming anything outside
+//     the writable roots, /tmp and /dev/shm, and opening for reading or
+//     executing anything outside the read-only roots, the system
+//     directories, /proc, a few /sys and /dev entries and the writable
+//     roots (Landlock; EACCES);
+//   - exceeding the rlimits;
+//   - reading sandboxd's memory or /proc/<pid>/environ, mem, maps or fd,
+//     once sandboxd has called [SetNonDumpable] (the kernel refuses; with
+//     Landlock it refuses even without that, as it does for any process
+//     outside the command's Landlock domain);
+//   - seeing sandboxd's environment: the child's environment is [BaseEnv]
+//     plus the policy's Env, scrubbed.
+//
+// It does not:
+//   - restrict the network: sockets (other than AF_VSOCK), connect and bind
+//     are allowed; egress is decided by the task's network configuration;
+//   - restrict files when the kernel lacks Landlock: file permissions are
+//     then the only boundary, and one warning is logged;
+//   - make a read-only root read-only when it lies inside a writable root,
+//     /tmp or /dev/shm (Landlock grants by hierarchy and cannot subtract);
+//   - restrict stat, chdir, chmod, chown, utime, xattrs, flock or fcntl on
+//     files it may not open (Landlock does not cover them);
+//   - prevent a confined process from signalling confined processes of
+//     other commands that share its uid (so that one command can stop a
+//     server another started), nor, without Landlock, from reading their
+//     /proc/<pid>/environ;
+//   - bound memory use: RLIMIT_AS bounds virtual address space, which is not
+//     the same thing (programs that reserve large address ranges, like
+//     Chromium or a JVM on a large host, need a larger limit);
+//   - close every signalling path to sandboxd when both share a uid: tkill
+//     to a thread sandboxd starts after the command is not covered (kill,
+//     tgkill, sigqueue, F_SETOWN and the socket owner ioctls are).
+package confine

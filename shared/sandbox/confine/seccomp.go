@@ -1,0 +1,339 @@
+package confine
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter is a deny list: the syscall tables come from
+// go-seccomp-bpf's generated per-architecture tables (x86_64 and aarch64),
+// the program is assembled here because the library's own assembler lets a
+// foreign architecture's calls through to the default action, which for a
+// deny list is "allow".
+
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	// ENOSYS makes libraries fall back to an older call the filter can see
+	// into: clone3 to clone, pidfd_send_signal to kill.
+	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
+)
+
+// x32Bit marks x32 system calls on x86_64.
+const x32Bit = 0x40000000
+
+// refused are the system calls a confined process may never make.
+var refused = []string{
+	// Other processes' memory and file descriptors.
+	"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
+	"move_pages", "migrate_pages",
+	// Mounts and the root.
+	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
+	"move_mount", "open_tree", "open_tree_attr", "mount_setattr",
+	// Namespaces.
+	"unshare", "setns",
+	// Kernel attack surface a shell tool has no use for.
+	"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	"keyctl", "add_key", "request_key", "lookup_dcookie", "nfsservctl", "uselib", "_sysctl",
+	"open_by_handle_at", "iopl", "ioperm", "modify_ldt", "syslog", "vhangup",
+	// The machine itself.
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
+	"settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname",
+}
+
+// fallback are refused with ENOSYS, see retENOSYS.
+var fallback = []string{"clone3", "pidfd_send_signal"}
+
+// Mandatory must resolve on every architecture the filter is built for; a
+// table missing one of them is a bug, not a kernel difference.
+var mandatory = []string{
+	"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
+	"bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "keyctl", "add_key", "request_key", "unshare", "setns", "reboot", "swapon",
+	"swapoff", "userfaultfd", "open_by_handle_at", "acct", "quotactl", "settimeofday",
+	"clock_settime", "clone3", "clone", "prctl", "kill", "tgkill", "tkill", "ioctl", "socket",
+	"personality", "fcntl",
+}
+
+// cmp tests one 32-bit half of a system call argument.
+type cmp struct {
+	arg int
+	hi  bool // the upper half; by default the lower one
+	op  bpf.JumpTest
+	val uint32
+}
+
+// A conditional refusal: the call is refused when every cmp of any one of
+// the conjunctions holds.
+type condRule struct {
+	name   string
+	anyOf  [][]cmp
+	action uint32
+}
+
+func lo(arg int, op bpf.JumpTest, v uint32) cmp { return cmp{arg: arg, op: op, val: v} }
+
+const (
+	// CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET.
+	cloneNamespaces = 0x7E020000
+	afVSOCK         = 40
+	tiocsti         = 0x5412
+	tioclinux       = 0x541C
+	fiosetown       = 0x8901
+	siocspgrp       = 0x8902
+	fSetown         = 8
+	fSetownEx       = 15
+)
+
+// conditional builds the argument-dependent refusals. g is sandboxd.
+func conditional(g guard) []condRule {
+	eq := func(arg int, v uint32) []cmp { return []cmp{lo(arg, bpf.JumpEqual, v)} }
+	rules := []condRule{
+		{"clone", [][]cmp{{lo(0, bpf.JumpBitsSet, cloneNamespaces)}}, retEPERM},
+		// The trampoline made the process a child subreaper, so that no
+		// descendant leaves its tree; it may not undo that. (arg2 is an
+		// unsigned long the kernel tests as a whole.)
+		{"prctl", [][]cmp{{lo(0, bpf.JumpEqual, unix.PR_SET_CHILD_SUBREAPER), lo(1, bpf.JumpEqual, 0), {arg: 1, hi: true, op: bpf.JumpEqual, val: 0}}}, retEPERM},
+		{"ioctl", [][]cmp{eq(1, tiocsti), eq(1, tioclinux), eq(1, fiosetown), eq(1, siocspgrp)}, retEPERM},
+		{"socket", [][]cmp{eq(0, afVSOCK)}, retEPERM},
+		// personality: only the values Docker allows (PER_LINUX,
+		// PER_LINUX32, UNAME26 and the query 0xffffffff).
+		{"personality", [][]cmp{{
+			lo(0, bpf.JumpNotEqual, 0), lo(0, bpf.JumpNotEqual, 0x8), lo(0, bpf.JumpNotEqual, 0x20000),
+			lo(0, bpf.JumpNotEqual, 0x20008), lo(0, bpf.JumpNotEqual, 0xffffffff),
+		}}, retEPERM},
+	}
+	if g.PID <= 1 {
+		return rules
+	}
+	// Signals to sandboxd. pid_t arguments are ints: the kernel ignores the
+	// upper half, so only the lower one is compared.
+	targets := [][]cmp{eq(0, uint32(g.PID))}
+	if g.PGID > 1 {
+		targets = append(targets, eq(0, uint32(-int32(g.PGID))))
+	}
+	killTargets := append(append([][]cmp{}, targets...), eq(0, 0xffffffff)) // kill(-1)
+	var threads [][]cmp
+	for _, tid := range append([]int{g.PID}, g.TIDs...) {
+		threads = append(threads, eq(0, uint32(tid)))
+	}
+	owners := [][]cmp{{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, uint32(g.PID))}, eq(1, fSetownEx)}
+	if g.PGID > 1 {
+		owners = append(owners, []cmp{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, uint32(-int32(g.PGID)))})
+	}
+	return append(rules,
+		condRule{"kill", killTargets, retEPERM},
+		condRule{"tgkill", targets, retEPERM},
+		condRule{"rt_sigqueueinfo", targets, retEPERM},
+		condRule{"rt_tgsigqueueinfo", targets, retEPERM},
+		condRule{"tkill", threads, retEPERM},
+		condRule{"fcntl", owners, retEPERM},
+	)
+}
+
+// nativeArch is the syscall table of the running architecture.
+func nativeArch() (*arch.Info, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return arch.X86_64, nil
+	case "arm64":
+		return arch.AARCH64, nil
+	}
+	return nil, fmt.Errorf("no seccomp filter for GOARCH %s", runtime.GOARCH)
+}
+
+// buildFilter assembles the filter for a (x86_64 or aarch64): check the
+// architecture, then find the call number in a binary tree over the calls
+// that have a rule, so that an allowed call costs a handful of comparisons
+// rather than one per rule.
+func buildFilter(a *arch.Info, g guard) ([]bpf.Instruction, error) {
+	for _, name := range mandatory {
+		if _, ok := a.SyscallNames[name]; !ok {
+			return nil, fmt.Errorf("seccomp: %s has no system call %s", a.Name, name)
+		}
+	}
+	var entries []entry
+	add := func(name string, block []bpf.Instruction) {
+		if nr, ok := a.SyscallNames[name]; ok { // iopl is not on aarch64
+			entries = append(entries, entry{uint32(nr), block})
+		}
+	}
+	for _, name := range refused {
+		add(name, []bpf.Instruction{bpf.RetConstant{Val: retEPERM}})
+	}
+	for _, name := range fallback {
+		add(name, []bpf.Instruction{bpf.RetConstant{Val: retENOSYS}})
+	}
+	for _, r := range conditional(g) {
+		block, err := r.assemble()
+		if err != nil {
+			return nil, err
+		}
+		add(r.name, block)
+	}
+	slices.SortFunc(entries, func(x, y entry) int { return cmpInt(x.nr, y.nr) })
+	for k := 1; k < len(entries); k++ {
+		if entries[k].nr == entries[k-1].nr {
+			return nil, fmt.Errorf("seccomp: two rules for call %d on %s", entries[k].nr, a.Name)
+		}
+	}
+
+	prog := []bpf.Instruction{
+		// Another ABI's calls have other numbers: kill rather than guess.
+		bpf.LoadAbsolute{Off: 4, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+		bpf.LoadAbsolute{Off: 0, Size: 4},
+	}
+	if a.ID == arch.X86_64.ID {
+		prog = append(prog,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: retKill})
+	}
+	tree, err := searchTree(entries)
+	if err != nil {
+		return nil, err
+	}
+	prog = append(prog, tree...)
+	if len(prog) > unix.BPF_MAXINSNS {
+		return nil, fmt.Errorf("seccomp: filter has %d instructions", len(prog))
+	}
+	return prog, nil
+}
+
+func cmpInt(x, y uint32) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// entry is the code for one call number; it ends in a return on every
+// path, and expects the call number in A.
+type entry struct {
+	nr    uint32
+	block []bpf.Instruction
+}
+
+// searchTree returns code that, with the call number in A, runs the entry
+// for it or allows the call. entries are sorted.
+func searchTree(entries []entry) ([]bpf.Instruction, error) {
+	if len(entries) <= 4 {
+		var out []bpf.Instruction
+		for _, e := range entries {
+			if len(e.block) > 255 {
+				return nil, fmt.Errorf("seccomp: rule for call %d too long", e.nr)
+			}
+			out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: e.nr, SkipFalse: uint8(len(e.block))})
+			out = append(out, e.block...)
+		}
+		return append(out, bpf.RetConstant{Val: retAllow}), nil
+	}
+	mid := len(entries) / 2
+	low, err := searchTree(entries[:mid])
+	if err != nil {
+		return nil, err
+	}
+	high, err := searchTree(entries[mid:])
+	if err != nil {
+		return nil, err
+	}
+	// nr >= pivot falls through to high; below it, jump over high.
+	out := []bpf.Instruction{
+		bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: entries[mid].nr, SkipTrue: 1},
+		bpf.Jump{Skip: uint32(len(high))},
+	}
+	out = append(out, high...)
+	return append(out, low...), nil
+}
+
+// assemble returns the code run once the call number matched: it returns
+// r.action when a conjunction holds, and allows the call otherwise.
+func (r condRule) assemble() ([]bpf.Instruction, error) {
+	var block []bpf.Instruction
+	if sameArg(r.anyOf) {
+		// A list of values of one argument: load it once.
+		c := r.anyOf[0][0]
+		k := len(r.anyOf)
+		block = append(block, bpf.LoadAbsolute{Off: argOffset(c), Size: 4})
+		for i, conj := range r.anyOf {
+			block = append(block, bpf.JumpIf{Cond: bpf.JumpEqual, Val: conj[0].val, SkipTrue: uint8(k - i)})
+		}
+		block = append(block, bpf.RetConstant{Val: retAllow}, bpf.RetConstant{Val: r.action})
+	} else {
+		for _, conj := range r.anyOf {
+			n := 2*len(conj) + 1 // a load and a test per cmp, then the return
+			for i, c := range conj {
+				block = append(block,
+					bpf.LoadAbsolute{Off: argOffset(c), Size: 4},
+					bpf.JumpIf{Cond: c.op, Val: c.val, SkipFalse: uint8(n - 2*i - 2)})
+			}
+			block = append(block, bpf.RetConstant{Val: r.action})
+		}
+		block = append(block, bpf.RetConstant{Val: retAllow})
+	}
+	if len(block) > 255 {
+		return nil, fmt.Errorf("seccomp: rule for %s too long", r.name)
+	}
+	return block, nil
+}
+
+// sameArg reports whether every conjunction is one equality on the same
+// half of the same argument.
+func sameArg(anyOf [][]cmp) bool {
+	if len(anyOf) < 2 {
+		return false
+	}
+	first := anyOf[0]
+	for _, conj := range anyOf {
+		if len(conj) != 1 || conj[0].op != bpf.JumpEqual || conj[0].arg != first[0].arg || conj[0].hi != first[0].hi {
+			return false
+		}
+	}
+	return len(first) == 1
+}
+
+func argOffset(c cmp) uint32 {
+	off := uint32(16 + 8*c.arg)
+	if c.hi {
+		off += 4 // both architectures are little-endian
+	}
+	return off
+}
+
+// loadSeccomp loads the filter on the calling thread only; the exec that
+// follows leaves no other thread. no_new_privs must be set.
+func loadSeccomp(g guard) error {
+	a, err := nativeArch()
+	if err != nil {
+		return err
+	}
+	insts, err := buildFilter(a, g)
+	if err != nil {
+		return err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return fmt.Errorf("seccomp: assemble: %w", err)
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, in := range raw {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
+	}
+	return nil
+}

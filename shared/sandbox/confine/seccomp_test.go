@@ -1,0 +1,207 @@
+package confine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompData lays out struct seccomp_data for golang.org/x/net/bpf's VM,
+// whose loads are big-endian: each 32-bit word the filter loads is written
+// big-endian at the offset the kernel would use.
+func seccompData(archID arch.AuditArch, nr uint32, args ...uint64) []byte {
+	b := make([]byte, 64)
+	binary.BigEndian.PutUint32(b[0:], nr)
+	binary.BigEndian.PutUint32(b[4:], uint32(archID))
+	for i, a := range args {
+		binary.BigEndian.PutUint32(b[16+8*i:], uint32(a))
+		binary.BigEndian.PutUint32(b[16+8*i+4:], uint32(a>>32))
+	}
+	return b
+}
+
+func TestSeccompFilterDecisions(t *testing.T) {
+	t.Parallel()
+	g := guard{PID: 4242, PGID: 4200, TIDs: []int{4243, 4244}}
+	neg := func(v int) uint64 { return uint64(uint32(int32(-v))) }
+	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
+			prog, err := buildFilter(a, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm, err := bpf.NewVM(prog)
+			if err != nil {
+				t.Fatalf("the filter is not valid BPF: %v", err)
+			}
+			nr := func(name string) uint32 {
+				n, ok := a.SyscallNames[name]
+				if !ok {
+					t.Fatalf("%s has no %s", a.Name, name)
+				}
+				return uint32(n)
+			}
+			type tc struct {
+				desc string
+				in   []byte
+				want uint32
+			}
+			tests := []tc{
+				{"read", seccompData(a.ID, nr("read")), retAllow},
+				{"execve", seccompData(a.ID, nr("execve")), retAllow},
+				{"clone for a thread", seccompData(a.ID, nr("clone"), unix.CLONE_VM|unix.CLONE_THREAD|unix.CLONE_SIGHAND), retAllow},
+				{"clone CLONE_NEWUSER", seccompData(a.ID, nr("clone"), unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), retEPERM},
+				{"clone CLONE_NEWNS", seccompData(a.ID, nr("clone"), unix.CLONE_NEWNS), retEPERM},
+				{"clone3", seccompData(a.ID, nr("clone3")), retENOSYS},
+				{"pidfd_send_signal", seccompData(a.ID, nr("pidfd_send_signal")), retENOSYS},
+				{"prctl subreaper off", seccompData(a.ID, nr("prctl"), unix.PR_SET_CHILD_SUBREAPER, 0), retEPERM},
+				{"prctl subreaper on", seccompData(a.ID, nr("prctl"), unix.PR_SET_CHILD_SUBREAPER, 1), retAllow},
+				{"prctl subreaper, upper half set", seccompData(a.ID, nr("prctl"), unix.PR_SET_CHILD_SUBREAPER, 1<<32), retAllow},
+				{"prctl name", seccompData(a.ID, nr("prctl"), unix.PR_SET_NAME, 0), retAllow},
+				{"kill sandboxd", seccompData(a.ID, nr("kill"), 4242, 9), retEPERM},
+				{"kill sandboxd, upper half set", seccompData(a.ID, nr("kill"), 1<<32|4242, 9), retEPERM},
+				{"kill sandboxd's group", seccompData(a.ID, nr("kill"), neg(4200), 9), retEPERM},
+				{"kill -1", seccompData(a.ID, nr("kill"), neg(1), 9), retEPERM},
+				{"kill another pid", seccompData(a.ID, nr("kill"), 4300, 9), retAllow},
+				{"tgkill sandboxd", seccompData(a.ID, nr("tgkill"), 4242, 4242, 9), retEPERM},
+				{"tkill a sandboxd thread", seccompData(a.ID, nr("tkill"), 4244, 9), retEPERM},
+				{"tkill another thread", seccompData(a.ID, nr("tkill"), 5000, 9), retAllow},
+				{"rt_sigqueueinfo sandboxd", seccompData(a.ID, nr("rt_sigqueueinfo"), 4242, 9), retEPERM},
+				{"fcntl F_SETOWN sandboxd", seccompData(a.ID, nr("fcntl"), 3, fSetown, 4242), retEPERM},
+				{"fcntl F_SETOWN other", seccompData(a.ID, nr("fcntl"), 3, fSetown, 4300), retAllow},
+				{"fcntl F_SETOWN_EX", seccompData(a.ID, nr("fcntl"), 3, fSetownEx, 0), retEPERM},
+				{"fcntl F_GETFL", seccompData(a.ID, nr("fcntl"), 3, unix.F_GETFL), retAllow},
+				{"ioctl TIOCSTI", seccompData(a.ID, nr("ioctl"), 0, tiocsti), retEPERM},
+				{"ioctl TCGETS", seccompData(a.ID, nr("ioctl"), 0, unix.TCGETS), retAllow},
+				{"socket AF_VSOCK", seccompData(a.ID, nr("socket"), afVSOCK, 1, 0), retEPERM},
+				{"socket AF_INET", seccompData(a.ID, nr("socket"), unix.AF_INET, 1, 0), retAllow},
+				{"personality query", seccompData(a.ID, nr("personality"), 0xffffffff), retAllow},
+				{"personality PER_LINUX", seccompData(a.ID, nr("personality"), 0), retAllow},
+				{"personality ADDR_NO_RANDOMIZE", seccompData(a.ID, nr("personality"), 0x0040000 /* ADDR_NO_RANDOMIZE */), retEPERM},
+				{"foreign architecture", seccompData(arch.I386.ID, 26 /* ptrace on i386 */), retKill},
+				{"foreign architecture, harmless call", seccompData(arch.ARM.ID, 3), retKill},
+			}
+			for _, name := range append(append([]string{}, refused...), fallback...) {
+				n, ok := a.SyscallNames[name]
+				if !ok {
+					continue
+				}
+				want := retEPERM
+				if name == "clone3" || name == "pidfd_send_signal" {
+					want = retENOSYS
+				}
+				tests = append(tests, tc{name, seccompData(a.ID, uint32(n)), want})
+			}
+			if a.ID == arch.X86_64.ID {
+				tests = append(tests, tc{"x32 read", seccompData(a.ID, x32Bit|0), retKill})
+			}
+			// Every other call of the table, and numbers past it, are allowed
+			// (with zero arguments no conditional rule matches).
+			ruled := map[string]bool{}
+			for _, n := range append(append([]string{}, refused...), fallback...) {
+				ruled[n] = true
+			}
+			for nr, name := range a.SyscallNumbers {
+				if !ruled[name] {
+					tests = append(tests, tc{name, seccompData(a.ID, uint32(nr)), retAllow})
+				}
+			}
+			tests = append(tests, tc{"unknown call 1000", seccompData(a.ID, 1000), retAllow})
+			for _, tt := range tests {
+				got, err := vm.Run(tt.in)
+				if err != nil {
+					t.Fatalf("%s: %v", tt.desc, err)
+				}
+				if uint32(got) != tt.want {
+					t.Errorf("%s: got %s, want %s", tt.desc, action(uint32(got)), action(tt.want))
+				}
+			}
+		})
+	}
+}
+
+func action(v uint32) string {
+	switch v & unix.SECCOMP_RET_ACTION_FULL {
+	case retAllow:
+		return "ALLOW"
+	case retKill:
+		return "KILL_PROCESS"
+	case unix.SECCOMP_RET_ERRNO:
+		return fmt.Sprintf("ERRNO(%v)", unix.Errno(v&unix.SECCOMP_RET_DATA))
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
+func TestSeccompFilterIsShort(t *testing.T) {
+	t.Parallel()
+	// A binary tree keeps an allowed call to a few comparisons: count the
+	// instructions read on the way to ALLOW for read(2).
+	prog, err := buildFilter(arch.X86_64, guard{PID: 10, PGID: 10, TIDs: make([]int, maxGuardTIDs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d instructions", len(raw))
+	words := map[uint32]uint32{0: uint32(arch.X86_64.SyscallNames["read"]), 4: uint32(arch.X86_64.ID)}
+	var acc uint32
+	for pc, steps := 0, 1; pc < len(prog); steps++ {
+		switch in := prog[pc].(type) {
+		case bpf.LoadAbsolute:
+			acc = words[in.Off]
+			pc++
+		case bpf.JumpIf:
+			var taken bool
+			switch in.Cond {
+			case bpf.JumpEqual:
+				taken = acc == in.Val
+			case bpf.JumpGreaterOrEqual:
+				taken = acc >= in.Val
+			default:
+				t.Fatalf("unexpected test %v on the way to read", in)
+			}
+			if taken {
+				pc += 1 + int(in.SkipTrue)
+			} else {
+				pc += 1 + int(in.SkipFalse)
+			}
+		case bpf.Jump:
+			pc += 1 + int(in.Skip)
+		case bpf.RetConstant:
+			if in.Val != retAllow {
+				t.Fatalf("read: got %s", action(in.Val))
+			}
+			t.Logf("read(2) is allowed after %d instructions", steps)
+			if steps > 24 {
+				t.Errorf("read(2) runs %d instructions, want at most 24", steps)
+			}
+			return
+		default:
+			t.Fatalf("unexpected instruction %v", in)
+		}
+	}
+	t.Fatal("no return reached")
+}
+
+func TestSeccompFilterWithoutGuard(t *testing.T) {
+	t.Parallel()
+	prog, err := buildFilter(arch.X86_64, guard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := vm.Run(seccompData(arch.X86_64.ID, uint32(arch.X86_64.SyscallNames["kill"]), 1, 9))
+	if uint32(got) != retAllow {
+		t.Fatalf("kill with no guard: got %s, want ALLOW", action(uint32(got)))
+	}
+}

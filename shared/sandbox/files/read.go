@@ -1,0 +1,280 @@
+package files
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+)
+
+//go:embed read.txt
+var readDescription string
+
+// The limits of read, from the built-in tools page.
+const (
+	ReadDefaultLimit = 400  // lines returned when limit is not given
+	ReadMaxLimit     = 2000 // a larger limit reads this many lines
+	ReadMaxLineChars = 4000 // characters kept of one line
+	// ReadBinaryProbe is how much of the start of a file is searched for a
+	// NUL byte, the sign of a binary file.
+	ReadBinaryProbe = 8 << 10
+	// The read buffer is sized to the file between these bounds: large
+	// reads are what makes skipping to a deep offset fast, and the upper
+	// bound keeps memory bounded whatever the file's size or line length.
+	// The lower bound holds more than ReadMaxLineChars characters, so a
+	// long line is always cut within its first buffer.
+	minReadBuffer = 16 << 10
+	maxReadBuffer = 1 << 20
+)
+
+// ReadArgs are read's arguments.
+type ReadArgs struct {
+	Path   string `json:"path"`
+	Offset *int   `json:"offset,omitempty"`
+	Limit  *int   `json:"limit,omitempty"`
+}
+
+// Read is the read tool. It streams the file through one fixed buffer:
+// memory does not grow with the file's size or the length of its lines.
+// Safe for concurrent use.
+type Read struct {
+	roots *sandbox.Roots
+}
+
+var _ sandbox.Tool = (*Read)(nil)
+
+// NewRead returns the read tool over roots.
+func NewRead(roots *sandbox.Roots) *Read { return &Read{roots: roots} }
+
+// Name is "read".
+func (*Read) Name() string { return "read" }
+
+// Description is the model-facing description.
+func (*Read) Description() string { return readDescription }
+
+// Run reads the lines the arguments ask for. Paths outside the roots,
+// directories, binary files and offsets past the end are error results.
+func (t *Read) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
+	var args ReadArgs
+	if res, ok := sandbox.DecodeArgs("read", raw, &args); !ok {
+		return res, nil
+	}
+	if args.Path == "" {
+		return sandbox.Errorf("read: path is required"), nil
+	}
+	offset, limit := 1, ReadDefaultLimit
+	if args.Offset != nil {
+		if offset = *args.Offset; offset < 1 {
+			return sandbox.Errorf("read: offset must be 1 or more (lines count from 1), not %d", offset), nil
+		}
+	}
+	if args.Limit != nil {
+		if limit = *args.Limit; limit < 1 {
+			return sandbox.Errorf("read: limit must be 1 or more, not %d", limit), nil
+		}
+		limit = min(limit, ReadMaxLimit)
+	}
+	rv, res, err := resolve(t.roots, "read", args.Path)
+	if rv == nil {
+		return res, err
+	}
+	defer rv.Close()
+	// O_NONBLOCK: opening a FIFO must not hang the tool; it is refused
+	// below as not a regular file.
+	f, err := rv.FS.OpenFile(rv.Rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if res, ok := fsResult("read", args.Path, err); ok {
+			return res, nil
+		}
+		return sandbox.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("read: stat %s: %w", rv.Real(), err)
+	}
+	if info.IsDir() {
+		return sandbox.Errorf("read: %s is a directory; use list to see what it holds", args.Path), nil
+	}
+	if !info.Mode().IsRegular() {
+		return sandbox.Errorf("read: %s is not a regular file", args.Path), nil
+	}
+	bufSize := int(min(max(info.Size()+1, minReadBuffer), maxReadBuffer))
+	out, res, err := readLines(ctx, bufio.NewReaderSize(f, bufSize), args.Path, offset, limit)
+	if err != nil {
+		if res, ok := fsResult("read", args.Path, err); ok {
+			return res, nil
+		}
+		return sandbox.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
+	}
+	if res.IsError {
+		return res, nil
+	}
+	return sandbox.Text(out), nil
+}
+
+// readLines streams r and returns lines offset..offset+limit-1 formatted as
+// N<TAB>text. A non-error Result with empty output means "use out".
+func readLines(ctx context.Context, br *bufio.Reader, shown string, offset, limit int) (string, sandbox.Result, error) {
+	head, err := br.Peek(ReadBinaryProbe)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return "", sandbox.Result{}, err
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "", sandbox.Errorf("read: %s looks like a binary file (it has a NUL byte in its first %d KiB); read shows text files only", shown, ReadBinaryProbe>>10), nil
+	}
+	if len(head) == 0 {
+		if offset == 1 {
+			return fmt.Sprintf("[%s is empty]", shown), sandbox.Result{}, nil
+		}
+		return "", sandbox.Errorf("read: offset %d is past the end of %s, which is empty", offset, shown), nil
+	}
+
+	// Skip the lines before offset.
+	skipped, err := skipLines(ctx, br, offset-1)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", sandbox.Errorf("read: stopped before reaching line %d: %v", offset, context.Cause(ctx)), nil
+		}
+		return "", sandbox.Result{}, err
+	}
+	if skipped < offset-1 {
+		return "", sandbox.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, skipped, plural(skipped, "line", "lines")), nil
+	}
+	line := offset
+
+	var b strings.Builder
+	text := make([]byte, 0, ReadMaxLineChars*utf8.UTFMax)
+	for n := 0; n < limit; n++ {
+		var truncated, found bool
+		text, truncated, found, err = nextLine(br, text[:0])
+		if err != nil {
+			return "", sandbox.Result{}, err
+		}
+		if !found {
+			if n == 0 {
+				lines := line - 1
+				return "", sandbox.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, lines, plural(lines, "line", "lines")), nil
+			}
+			break
+		}
+		if n > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strconv.Itoa(line))
+		b.WriteByte('\t')
+		b.Write(text)
+		if truncated {
+			b.WriteString(" [line truncated]")
+		}
+		line++
+	}
+	if _, err := br.Peek(1); err == nil {
+		fmt.Fprintf(&b, "\n[more lines follow: continue with offset %d]", line)
+	} else if !errors.Is(err, io.EOF) {
+		return "", sandbox.Result{}, err
+	}
+	return b.String(), sandbox.Result{}, nil
+}
+
+// skipLines discards the first n lines of br and returns how many it
+// skipped: fewer than n when the file ends first, a last line without a
+// newline counting as a line. It counts newlines a buffer at a time, so
+// skipping costs about what reading the bytes does. It checks ctx between
+// buffers.
+func skipLines(ctx context.Context, br *bufio.Reader, n int) (int, error) {
+	skipped, pending := 0, false // pending: bytes read since the last newline
+	for skipped < n {
+		if err := ctx.Err(); err != nil {
+			return skipped, err
+		}
+		if br.Buffered() == 0 {
+			if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+				if pending {
+					skipped++
+				}
+				return skipped, nil
+			} else if err != nil {
+				return skipped, err
+			}
+		}
+		buf, _ := br.Peek(br.Buffered())
+		need := n - skipped
+		if c := bytes.Count(buf, []byte{'\n'}); c < need {
+			skipped += c
+			pending = buf[len(buf)-1] != '\n'
+			_, _ = br.Discard(len(buf))
+			continue
+		}
+		end := 0
+		for range need {
+			end += bytes.IndexByte(buf[end:], '\n') + 1
+		}
+		_, _ = br.Discard(end)
+		skipped += need
+	}
+	return skipped, nil
+}
+
+// nextLine reads one line from br, without its newline. It appends at most
+// ReadMaxLineChars characters of it to keep and discards the rest,
+// reporting that with truncated. found is false at the
+// end of the file. Memory use is br's buffer plus what it keeps.
+func nextLine(br *bufio.Reader, keep []byte) (text []byte, truncated, found bool, err error) {
+	chars := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			found = true
+		}
+		if err == nil {
+			chunk = chunk[:len(chunk)-1]
+		}
+		if !truncated {
+			keep, chars, truncated = appendChars(keep, chunk, chars)
+		}
+		switch {
+		case err == nil:
+			return keep, truncated, true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return keep, truncated, found, nil
+		default:
+			return keep, truncated, found, err
+		}
+	}
+}
+
+// appendChars appends chunk to keep until keep holds ReadMaxLineChars
+// characters; truncated reports that chunk did not fit.
+func appendChars(keep, chunk []byte, chars int) ([]byte, int, bool) {
+	room := ReadMaxLineChars - chars
+	if utf8.RuneCount(chunk) <= room {
+		return append(keep, chunk...), chars + utf8.RuneCount(chunk), false
+	}
+	i := 0
+	for range room {
+		_, size := utf8.DecodeRune(chunk[i:])
+		i += size
+	}
+	return append(keep, chunk[:i]...), ReadMaxLineChars, true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,254 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+)
+
+// Exit statuses of sandboxd.
+const (
+	ExitOK       = 0 // call: a normal result; serve: stopped (signal or idle)
+	ExitFailed   = 1 // the environment is broken (a Go error)
+	ExitUsage    = 2 // bad usage
+	ExitToolErr  = 3 // call: an error result
+	DefaultIdle  = 15 * time.Minute
+	defaultGrace = 20 * time.Second
+)
+
+// Defaults are what the binary knows about where it runs (the image).
+type Defaults struct {
+	Listen     string // serve --listen
+	HealthAddr string // health --addr
+}
+
+const usage = `usage:
+  sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] TOOL 'JSON'
+  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-cert FILE --tls-key FILE]
+  sandboxd health [--addr HOST:PORT] [--tls]
+
+call runs one tool and prints exactly the text the model would see: exit 0
+for a normal result, 3 for an error result, 2 for bad usage.
+serve reads its bearer token from $SANDBOXD_TOKEN.
+`
+
+// Main runs sandboxd with args (without the program name) and returns its
+// exit status. Only the binary's main exits.
+func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "call":
+		return mainCall(args[1:], stdout, stderr)
+	case "serve":
+		return mainServe(args[1:], d, stderr)
+	case "health":
+		return mainHealth(args[1:], d, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "sandboxd: unknown command %q\n%s", args[0], usage)
+	return ExitUsage
+}
+
+// rootFlags are the flags call and serve share.
+type rootFlags struct {
+	workdir, agent, data, workspace string
+	timeout                         int
+}
+
+func (rf *rootFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&rf.workdir, "workdir", "", "the workdir (default: the current directory)")
+	fs.StringVar(&rf.agent, "agent", "", "the agent folder, writable (/agent in the image)")
+	fs.StringVar(&rf.data, "data", "", "the mounted data, read-only")
+	fs.StringVar(&rf.workspace, "workspace", "", "the turn's workspace, writable")
+	fs.IntVar(&rf.timeout, "timeout", int(DefaultTimeout/time.Second), "the fleet's tool_timeout_seconds")
+}
+
+func (rf *rootFlags) config() (Config, error) {
+	if rf.timeout <= 0 {
+		return Config{}, fmt.Errorf("--timeout must be a positive number of seconds, not %d", rf.timeout)
+	}
+	wd := rf.workdir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return Config{}, fmt.Errorf("the current directory: %w", err)
+		}
+	}
+	roots, err := sandbox.New(sandbox.Dirs{Workdir: wd, Agent: rf.agent, Data: rf.data, Workspace: rf.workspace})
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Roots: roots, Timeout: time.Duration(rf.timeout) * time.Second}, nil
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	return fs
+}
+
+func mainCall(args []string, stdout, stderr io.Writer) int {
+	hardenProcess(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	var rf rootFlags
+	fs := newFlagSet("call", stderr)
+	rf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() != 2 {
+		fmt.Fprintf(stderr, "sandboxd call: want TOOL and 'JSON' arguments, got %d arguments\n%s", fs.NArg(), usage)
+		return ExitUsage
+	}
+	cfg, err := rf.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return ExitUsage
+	}
+	tools := Tools(cfg)
+	defer closeAll(tools)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	res, err := Call(ctx, tools, fs.Arg(0), json.RawMessage(fs.Arg(1)))
+	switch {
+	case errors.Is(err, ErrUnknownTool), errors.Is(err, ErrNotObject):
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return ExitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return ExitFailed
+	}
+	if _, err := io.WriteString(stdout, res.Output); err != nil {
+		return ExitFailed
+	}
+	if res.IsError {
+		return ExitToolErr
+	}
+	return ExitOK
+}
+
+func closeAll(tools []sandbox.Tool) {
+	for _, t := range tools {
+		if c, ok := t.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+}
+
+func mainServe(args []string, d Defaults, stderr io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	hardenProcess(log)
+	var rf rootFlags
+	fs := newFlagSet("serve", stderr)
+	rf.register(fs)
+	listen := fs.String("listen", d.Listen, "address to listen on, HOST:PORT")
+	idle := fs.Duration("idle-timeout", DefaultIdle, "exit after this long without a call (0: never)")
+	grace := fs.Duration("shutdown-grace", defaultGrace, "on SIGTERM, how long calls in progress may finish")
+	certFile := fs.String("tls-cert", "", "serve TLS with this certificate (PEM)")
+	keyFile := fs.String("tls-key", "", "and this key (PEM)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	// The token leaves the environment first, whatever happens next.
+	token, err := takeEnv(TokenEnv)
+	if err != nil {
+		log.Warn("the token could not be erased from /proc/self/environ", "err", err)
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "sandboxd serve: unexpected arguments %q\n%s", fs.Args(), usage)
+		return ExitUsage
+	}
+	if *listen == "" {
+		fmt.Fprintf(stderr, "sandboxd serve: --listen is required\n")
+		return ExitUsage
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		fmt.Fprintf(stderr, "sandboxd serve: --tls-cert and --tls-key go together\n")
+		return ExitUsage
+	}
+	if len(token) < MinTokenLength {
+		fmt.Fprintf(stderr, "sandboxd serve: $%s must hold the bearer token, at least %d bytes\n", TokenEnv, MinTokenLength)
+		return ExitUsage
+	}
+	cfg, err := rf.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
+	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitFailed
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "tls", *certFile != "", "workdir", cfg.Roots.Workdir(),
+		"confinement", confine.Status(),
+		"timeout_seconds", rf.timeout, "idle_timeout", idle.String())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	err = srv.Serve(ctx, ln, *certFile, *keyFile)
+	if err != nil && !errors.Is(err, ErrIdle) {
+		log.Error("serve", "err", err)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+func mainHealth(args []string, d Defaults, stderr io.Writer) int {
+	fs := newFlagSet("health", stderr)
+	addr := fs.String("addr", d.HealthAddr, "sandboxd's HOST:PORT")
+	useTLS := fs.Bool("tls", false, "sandboxd serves TLS")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	scheme := "http"
+	client := &http.Client{Timeout: 3 * time.Second}
+	if *useTLS {
+		scheme = "https"
+		// The probe runs beside sandboxd and reads nothing secret.
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec
+	}
+	resp, err := client.Get(scheme + "://" + *addr + HealthPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd health: %v\n", err)
+		return ExitFailed
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "sandboxd health: %s\n", resp.Status)
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// hardenProcess marks sandboxd non-dumpable, so that processes of its own
+// user (bash, exec_command) can neither ptrace it nor read its memory or
+// /proc/<pid>/environ.
+func hardenProcess(log *slog.Logger) {
+	if err := confine.SetNonDumpable(); err != nil {
+		log.Warn("could not mark sandboxd non-dumpable", "err", err)
+	}
+}

@@ -1,0 +1,175 @@
+package server_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+)
+
+// runCall runs sandboxd call with args and returns stdout, stderr and the
+// exit status.
+func runCall(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := sandboxd(t, append([]string{"call"}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+}
+
+func TestCallEntryPoint(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.work, "a.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.data, "d.txt"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		dir        string
+		args       []string
+		wantOut    string
+		wantStatus int
+		wantStderr string
+	}{
+		{"normal result", f.work, []string{"read", `{"path":"a.txt"}`}, "1\tone\n2\ttwo", 0, ""},
+		{"workdir flag", f.base, []string{"--workdir", f.work, "read", `{"path":"a.txt","limit":1}`}, "1\tone\n[more lines follow: continue with offset 2]", 0, ""},
+		{"data flag", f.work, []string{"--data", f.data, "read", `{"path":"` + filepath.Join(f.data, "d.txt") + `"}`}, "1\tdata", 0, ""},
+		{"no data flag", f.work, []string{"read", `{"path":"` + filepath.Join(f.data, "d.txt") + `"}`}, filepath.Join(f.data, "d.txt") + " is outside the agent's data", 3, ""},
+		{"error result", f.work, []string{"read", `{"path":"missing"}`}, "read: missing does not exist", 3, ""},
+		{"bash exit code", f.work, []string{"bash", `{"command":"echo out; exit 4"}`}, "out\n[exit code 4]", 3, ""},
+		{"bash timeout", f.work, []string{"--timeout", "1", "bash", `{"command":"sleep 30"}`}, "[timed out after 1 second: the command and every process it started were killed]", 3, ""},
+		{"unknown tool", f.work, []string{"nope", `{}`}, "", 2, `unknown tool "nope"`},
+		{"not an object", f.work, []string{"read", `["a.txt"]`}, "", 2, "must be a JSON object"},
+		{"missing JSON", f.work, []string{"read"}, "", 2, "want TOOL and 'JSON'"},
+		{"bad flag", f.work, []string{"--nope", "read", `{}`}, "", 2, "flag provided but not defined"},
+		{"bad timeout", f.work, []string{"--timeout", "0", "read", `{}`}, "", 2, "--timeout must be a positive"},
+		{"missing workdir", f.work, []string{"--workdir", filepath.Join(f.base, "nope"), "read", `{}`}, "", 2, "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, status := runCall(t, tt.dir, tt.args...)
+			if status != tt.wantStatus || (tt.wantOut != "" && !strings.HasSuffix(stdout, tt.wantOut)) || (tt.wantOut == "" && stdout != "") || !strings.Contains(stderr, tt.wantStderr) {
+				t.Fatalf("sandboxd call %q: exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q",
+					tt.args, status, stdout, stderr, tt.wantStatus, tt.wantOut, tt.wantStderr)
+			}
+		})
+	}
+	if out, _, _ := runCall(t, f.work, "read", `{"path":"a.txt"}`); out != "1\tone\n2\ttwo" {
+		t.Fatalf("call prints %q, want exactly the result text", out)
+	}
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := startServe(t, []string{server.TokenEnv + "=" + testToken, "AWS_SECRET_ACCESS_KEY=aws-must-not-leak"},
+		"--workdir", f.work, "--data", f.data, "--idle-timeout", "0")
+	c := p.client()
+	if got := get(t, "http://"+p.addr+server.HealthPath); got != http.StatusOK {
+		t.Fatalf("healthz = %d", got)
+	}
+	if status, _ := (&client{base: c.base, token: "wrong-token-0123456789"}).call(t, "read", `{}`); status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d, want 401", status)
+	}
+	// The token reaches no command: not in its environment, not through
+	// /proc, not through read.
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	for _, cmd := range []string{"env", "cat /proc/" + pid + "/environ", "cat /proc/$PPID/environ", "tr '\\0' '\\n' < /proc/" + pid + "/environ"} {
+		res := c.result(t, "bash", fmt.Sprintf(`{"command":%q}`, cmd))
+		if strings.Contains(res.Output, testToken) || strings.Contains(res.Output, "must-not-leak") {
+			t.Fatalf("%s printed the token:\n%s", cmd, res.Output)
+		}
+	}
+	for _, path := range []string{"/proc/" + pid + "/environ", "/proc/self/environ", "/proc/" + pid + "/root" + f.secret} {
+		res := c.result(t, "read", fmt.Sprintf(`{"path":%q}`, path))
+		if !res.IsError || strings.Contains(res.Output, testToken) {
+			t.Fatalf("read %s = %q, want refused", path, res.Output)
+		}
+	}
+	// Even a reader allowed to see sandboxd's /proc (root) finds the token
+	// overwritten in the environment block it was started with.
+	if environ, err := os.ReadFile("/proc/" + pid + "/environ"); err == nil {
+		if bytes.Contains(environ, []byte(testToken)) || !bytes.Contains(environ, []byte(server.TokenEnv+"=xxxx")) {
+			t.Fatalf("sandboxd's /proc environ still holds the token:\n%q", environ)
+		}
+	} else if os.Geteuid() != 0 {
+		t.Logf("/proc/%s/environ is closed to this test's user (non-dumpable), as it should be: %v", pid, err)
+	}
+	// Tool calls over the wire.
+	if res := c.result(t, "bash", `{"command":"echo state > s.txt"}`); res.IsError {
+		t.Fatalf("bash: %q", res.Output)
+	}
+	fresh := p.client()
+	fresh.http = &http.Client{Transport: &http.Transport{}}
+	if res := fresh.result(t, "read", `{"path":"s.txt"}`); res.Output != "1\tstate" {
+		t.Fatalf("a new client reads %q, want the state the first wrote", res.Output)
+	}
+	// sandboxd health against it, then SIGTERM stops it with status 0.
+	if out, err := sandboxd(t, "health", "--addr", p.addr).CombinedOutput(); err != nil {
+		t.Fatalf("sandboxd health: %v %s", err, out)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if status := p.waitExit(t, 10*time.Second); status != 0 {
+		t.Fatalf("after SIGTERM: exit %d, want 0\n%s", status, p.log())
+	}
+}
+
+func TestServeIdleExit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "300ms")
+	if status := p.waitExit(t, 10*time.Second); status != 0 {
+		t.Fatalf("idle exit status %d, want 0\n%s", status, p.log())
+	}
+	if !strings.Contains(p.log(), `"reason":"idle"`) {
+		t.Fatalf("no idle line in the log:\n%s", p.log())
+	}
+}
+
+func TestServeRefusesToStartWithoutAToken(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, env := range [][]string{nil, {server.TokenEnv + "=short"}} {
+		cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), server.TokenEnv) {
+			t.Fatalf("serve with %v: %v %s, want exit 2 naming %s", env, err, out, server.TokenEnv)
+		}
+	}
+}
+
+func TestHealthFailsWithoutAServer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := sandboxd(t, "health", "--addr", addr)
+	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("health against a closed port: %v, want exit 1", err)
+	}
+}

@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/files"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/patch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+)
+
+// DefaultTimeout is the tool timeout when the fleet sets none
+// (tool_timeout_seconds).
+const DefaultTimeout = 120 * time.Second
+
+// Config is what the tools of one sandboxd share.
+type Config struct {
+	Roots *sandbox.Roots
+	// Timeout is the fleet's tool_timeout_seconds: bash and grep are
+	// killed after it, glob stops. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Policy confines the processes the tools start; nil means
+	// PolicyFor(Roots).
+	Policy *confine.Policy
+}
+
+// PolicyFor is the confinement of processes over roots: the writable roots
+// writable, the others (data, system directories) read-only.
+func PolicyFor(roots *sandbox.Roots) *confine.Policy {
+	return &confine.Policy{ReadOnly: roots.ReadOnlyPaths(), Writable: roots.WritablePaths()}
+}
+
+// Tools returns every tool sandboxd serves, built over cfg. It is the one
+// place a tool is added. Tools that hold state (exec_command sessions) are
+// built here once per server; a tool that must be stopped when the server
+// stops implements io.Closer.
+func Tools(cfg Config) []sandbox.Tool {
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	policy := cfg.Policy
+	if policy == nil {
+		policy = PolicyFor(cfg.Roots)
+	}
+	// grep only reads: every root is read-only to it.
+	search := *policy
+	search.ReadOnly = append(slices.Clone(policy.ReadOnly), policy.Writable...)
+	search.Writable = nil
+
+	// exec_command sessions live as long as the server (or one call).
+	sessions := session.NewManager(policy, cfg.Roots, session.Options{})
+
+	return []sandbox.Tool{
+		files.NewRead(cfg.Roots),
+		files.NewGlob(cfg.Roots, timeout),
+		files.NewList(cfg.Roots),
+		shell.NewGrep(cfg.Roots, &search, timeout),
+		shell.NewBash(cfg.Roots, policy, timeout),
+		sessions.ExecCommand(),
+		sessions.WriteStdin(),
+		patch.NewApplyPatch(cfg.Roots),
+	}
+}
+
+// ErrUnknownTool is wrapped by Call's error for a name no tool has.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Call runs the tool called name from tools with args, exactly as the
+// server does for POST /v1/tools/{name}. args that are not a JSON object
+// give an error wrapping ErrNotObject.
+func Call(ctx context.Context, tools []sandbox.Tool, name string, args json.RawMessage) (sandbox.Result, error) {
+	t := find(tools, name)
+	if t == nil {
+		return sandbox.Result{}, fmt.Errorf("%w %q (known tools: %v)", ErrUnknownTool, name, names(tools))
+	}
+	if !IsObject(args) {
+		return sandbox.Result{}, fmt.Errorf("%s: %w", name, ErrNotObject)
+	}
+	return t.Run(ctx, args)
+}
+
+// ErrNotObject means a tool's arguments were not a JSON object.
+var ErrNotObject = errors.New("the arguments must be a JSON object")
+
+// IsObject reports whether b is one JSON object (with optional white space
+// around it).
+func IsObject(b []byte) bool {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i < len(b) && b[i] == '{' && json.Valid(b)
+}
+
+func find(tools []sandbox.Tool, name string) sandbox.Tool {
+	for _, t := range tools {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func names(tools []sandbox.Tool) []string {
+	out := make([]string, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t.Name())
+	}
+	sort.Strings(out)
+	return out
+}

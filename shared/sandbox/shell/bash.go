@@ -1,0 +1,165 @@
+package shell
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+)
+
+//go:embed bash.txt
+var bashDescription string
+
+// The output cap of bash: the first BashOutputHead and the last
+// BashOutputTail bytes are kept.
+const (
+	BashOutputHead = 10_000
+	BashOutputTail = 20_000
+)
+
+// drainWait is how long the output is still read after the command's
+// process group is gone, for a process that left the group and still
+// holds the output open.
+const drainWait = 2 * time.Second
+
+// BashArgs are bash's arguments.
+type BashArgs struct {
+	Command string `json:"command"`
+}
+
+// Bash is the bash tool. Safe for concurrent use.
+type Bash struct {
+	roots   *sandbox.Roots
+	policy  *confine.Policy
+	timeout time.Duration
+}
+
+var _ sandbox.Tool = (*Bash)(nil)
+
+// NewBash returns the bash tool: commands run in the workdir of roots under
+// policy, and are killed with their whole process group after timeout (the
+// fleet's tool_timeout_seconds; zero means no limit).
+func NewBash(roots *sandbox.Roots, policy *confine.Policy, timeout time.Duration) *Bash {
+	return &Bash{roots: roots, policy: policy, timeout: timeout}
+}
+
+// Name is "bash".
+func (*Bash) Name() string { return "bash" }
+
+// Description is the model-facing description.
+func (*Bash) Description() string { return bashDescription }
+
+// Run runs the command. A non-zero exit or a timeout is an error result; a
+// failure to start the shell is a Go error.
+func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
+	var args BashArgs
+	if res, ok := sandbox.DecodeArgs("bash", raw, &args); !ok {
+		return res, nil
+	}
+	if strings.TrimSpace(args.Command) == "" {
+		return sandbox.Errorf("bash: command is required"), nil
+	}
+	if strings.ContainsRune(args.Command, 0) {
+		return sandbox.Errorf("bash: command must not contain a NUL character"), nil
+	}
+	cmd, err := t.policy.Command("/bin/sh", "-c", args.Command)
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("bash: %w", err)
+	}
+	cmd.Dir = t.roots.Workdir()
+	cmd.Stdin = nil // /dev/null
+
+	// One pipe for stdout and stderr keeps their order. sandboxd reads it
+	// itself (not os/exec), so a process holding it open cannot hold up
+	// the result past drainWait.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("bash: pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	g, err := startGroup(cmd)
+	pw.Close()
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
+	}
+	out := newCapture(BashOutputHead, BashOutputTail)
+	copied := make(chan struct{})
+	go func() {
+		drain(out, pr)
+		close(copied)
+	}()
+
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, t.timeout, errToolTimeout)
+		defer cancel()
+	}
+	var stopped error
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		g.kill()
+		<-g.done
+		stopped = context.Cause(ctx)
+	}
+	_ = pr.SetReadDeadline(time.Now().Add(drainWait))
+	<-copied
+
+	text := out.String()
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	if stopped != nil {
+		if context.Cause(ctx) == errToolTimeout {
+			return sandbox.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(t.timeout)), nil
+		}
+		return sandbox.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
+	}
+	code, err := exitCode(g.err)
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("bash: %w", err)
+	}
+	return sandbox.Result{Output: fmt.Sprintf("%s[exit code %d]", text, code), IsError: code != 0}, nil
+}
+
+// drain copies the output pipe r into w until it closes or its read
+// deadline passes. A large pipe and large reads keep a command that prints
+// gigabytes from waiting on sandboxd.
+func drain(w io.Writer, r *os.File) {
+	if rc, err := r.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, pipeSize) })
+	}
+	buf := drainBuffers.Get().(*[]byte)
+	defer drainBuffers.Put(buf)
+	// Hide r's WriteTo, which would copy through a small buffer of its own.
+	_, _ = io.CopyBuffer(w, struct{ io.Reader }{r}, *buf)
+}
+
+var drainBuffers = sync.Pool{New: func() any { b := make([]byte, pipeSize); return &b }}
+
+// pipeSize is the output pipe's capacity and read size: the default
+// largest pipe an unprivileged process may ask for.
+const pipeSize = 1 << 20
+
+// seconds writes a timeout the way the fleet sets it: "120 seconds".
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		n := int(d / time.Second)
+		if n == 1 {
+			return "1 second"
+		}
+		return fmt.Sprintf("%d seconds", n)
+	}
+	return d.String()
+}
