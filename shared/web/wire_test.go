@@ -10,10 +10,10 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
-// The invocation payload in testdata round-trips through Request.
+// The sample invocation payload in events/ round-trips through Request.
 func TestRequestRoundTrip(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/invoke_http_request.json")
+	raw, err := os.ReadFile("../../events/webtools/http_request.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func TestSeccompFilterDecisions(t *testing.T) {
 				tests = append(tests, tc{name, seccompData(a.ID, uint32(n)), want})
 			}
 			if a.ID == arch.X86_64.ID {
-				tests = append(tests, tc{"x32 read", seccompData(a.ID, x32Bit|0), retKill})
+				tests = append(tests, tc{"x32 read", seccompData(a.ID, x32Bit), retKill})
 			}
 			// Every other call of the table, and numbers past it, are allowed
 			// (with zero arguments no conditional rule matches).
