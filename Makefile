@@ -41,10 +41,15 @@ lambdas:
 	    -o $(LAMBDA_OUT)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-## test: all tests, against a moto server the tests start themselves.
+# Packages whose concurrency the race detector checks in every `make test`.
+RACE_PKGS := ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
+
+## test: all tests, against a moto server the tests start themselves, then
+## the concurrent packages again under the race detector.
 test: venv tools
 	$(GO) vet ./...
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
 
 ## test-race: the tests under the race detector.
 test-race: venv tools
@@ -67,7 +72,7 @@ synth:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
