@@ -8,10 +8,11 @@ VENV    := .venv
 MOTO    := $(VENV)/.moto-installed
 BIN     := bin
 LAMBDA_OUT := build/lambda
-FUNCTIONS  := api slack schedule runner webtools
+# Every folder of functions/ with a main.go is a Lambda.
+FUNCTIONS  := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build lambdas test test-race dev bench synth lint fmt vet venv tools clean
+.PHONY: all build lambdas test test-race dev bench synth lint fmt venv tools clean
 
 all: build
 
