@@ -1,7 +1,10 @@
 package confine
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -32,5 +35,62 @@ func BenchmarkSpawn(b *testing.B) {
 		b.ReportMetric(float64(bare.Microseconds()), "bare-µs")
 		b.ReportMetric(float64(confined.Microseconds()), "confined-µs")
 		b.ReportMetric(float64(confined)/float64(bare), "ratio")
+	}
+}
+
+// BenchmarkGrepConfinement splits the cost of confinement for a search of
+// a large tree: rg unconfined, confined with only seccomp, only Landlock,
+// and both. It uses the tree sandboximage/bench builds
+// ($TMPDIR/agentsfleet-bench/tree) and skips without it or without rg.
+func BenchmarkGrepConfinement(b *testing.B) {
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		b.Skip("no rg")
+	}
+	tree := filepath.Join(os.TempDir(), "agentsfleet-bench", "tree")
+	if _, err := os.Stat(tree + ".done"); err != nil {
+		b.Skip("no fixture tree; run the sandboximage/bench benchmarks first")
+	}
+	argv := []string{"--no-config", "--line-number", "--with-filename", "--no-heading",
+		"--color", "never", "--no-messages", "--hidden", "--glob", "!.git", "--", "NEEDLE_7f3a", tree}
+	confined := func(p *Policy) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			cmd, err := p.Command(rg, argv...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return cmd
+		}
+	}
+	ro := []string{tree}
+	configs := []struct {
+		name  string
+		start func() *exec.Cmd
+	}{
+		{"bare", func() *exec.Cmd { return exec.Command(rg, argv...) }},
+		{"uid+rlimits", confined(&Policy{ReadOnly: ro, noLandlock: true, noSeccomp: true})},
+		{"seccomp", confined(&Policy{ReadOnly: ro, noLandlock: true})},
+		{"landlock", confined(&Policy{ReadOnly: ro, noSeccomp: true})},
+		{"both", confined(&Policy{ReadOnly: ro})},
+	}
+	// Round-robin, so that drift in the machine's load hits every
+	// configuration alike.
+	const n = 9
+	for b.Loop() {
+		ds := make([][]time.Duration, len(configs))
+		for range n {
+			for i, c := range configs {
+				cmd := c.start()
+				t0 := time.Now()
+				if out, err := cmd.Output(); err != nil || len(out) == 0 {
+					b.Fatalf("%s: %v (%d bytes)", c.name, err, len(out))
+				}
+				ds[i] = append(ds[i], time.Since(t0))
+			}
+		}
+		for i, c := range configs {
+			slices.Sort(ds[i])
+			b.ReportMetric(float64(ds[i][n/2].Microseconds())/1000, c.name+"-ms")
+		}
 	}
 }

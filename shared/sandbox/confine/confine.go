@@ -87,6 +87,7 @@ type Policy struct {
 	Env []string
 
 	noLandlock bool // tests only: see wirePolicy.NoLandlock
+	noSeccomp  bool // tests only: see wirePolicy.NoSeccomp
 }
 
 const (
@@ -148,6 +149,7 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		Limits:     p.Limits.withDefaults(),
 		Landlock:   LandlockABI() > 0 && !p.noLandlock,
 		NoLandlock: p.noLandlock,
+		NoSeccomp:  p.noSeccomp,
 		Guard:      currentGuard(),
 	}
 	if os.Geteuid() == 0 {

@@ -24,8 +24,11 @@ type wirePolicy struct {
 	Landlock bool `json:"landlock"`
 	// NoLandlock skips Landlock; only this package's tests set it (through
 	// Policy.noLandlock), to tell its protection from another's.
-	NoLandlock bool  `json:"nolandlock,omitempty"`
-	Guard      guard `json:"guard"`
+	NoLandlock bool `json:"nolandlock,omitempty"`
+	// NoSeccomp skips the seccomp filter; only this package's benchmarks
+	// set it (through Policy.noSeccomp), to measure its cost.
+	NoSeccomp bool  `json:"noseccomp,omitempty"`
+	Guard     guard `json:"guard"`
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID int `json:"uid,omitempty"`
@@ -173,6 +176,9 @@ func confineSelf(p *wirePolicy) error {
 	}
 	if err := restrictFiles(p); err != nil {
 		return err
+	}
+	if p.NoSeccomp {
+		return nil
 	}
 	return loadSeccomp(p.Guard)
 }
