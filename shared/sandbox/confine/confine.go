@@ -156,6 +156,11 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		w.UID, w.GID = ids(p.UID, p.GID)
 	}
 	var err error
+	if !w.NoSeccomp {
+		if w.Seccomp, err = compiledFilter(w.Guard); err != nil {
+			return fmt.Errorf("confine: %w", err)
+		}
+	}
 	if w.ReadOnly, err = absPaths(p.ReadOnly); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package confine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -312,27 +314,65 @@ func argOffset(c cmp) uint32 {
 	return off
 }
 
-// loadSeccomp loads the filter on the calling thread only; the exec that
-// follows leaves no other thread. no_new_privs must be set.
-func loadSeccomp(g guard) error {
+// compiledFilter returns the filter for g as the kernel takes it (struct
+// sock_filter, 8 bytes an instruction, native byte order), so that Command
+// hands the trampoline a program to load rather than one to build. The
+// last few programs are cached: g changes only when sandboxd's threads do.
+func compiledFilter(g guard) ([]byte, error) {
+	key := fmt.Sprint(g.PID, g.PGID, g.TIDs)
+	filterCache.Lock()
+	defer filterCache.Unlock()
+	if prog, ok := filterCache.progs[key]; ok {
+		return prog, nil
+	}
 	a, err := nativeArch()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	insts, err := buildFilter(a, g)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
-		return fmt.Errorf("seccomp: assemble: %w", err)
+		return nil, fmt.Errorf("seccomp: assemble: %w", err)
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, in := range raw {
-		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	prog := make([]byte, 0, 8*len(raw))
+	for _, in := range raw {
+		prog = binary.NativeEndian.AppendUint16(prog, in.Op)
+		prog = append(prog, in.Jt, in.Jf)
+		prog = binary.NativeEndian.AppendUint32(prog, in.K)
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+	if len(filterCache.progs) >= 16 {
+		clear(filterCache.progs)
+	}
+	filterCache.progs[key] = prog
+	return prog, nil
+}
+
+var filterCache = struct {
+	sync.Mutex
+	progs map[string][]byte
+}{progs: map[string][]byte{}}
+
+// loadSeccomp loads prog, from compiledFilter, on the calling thread only;
+// the exec that follows leaves no other thread. no_new_privs must be set.
+func loadSeccomp(prog []byte) error {
+	if len(prog) == 0 || len(prog)%8 != 0 || len(prog)/8 > unix.BPF_MAXINSNS {
+		return fmt.Errorf("seccomp: malformed filter of %d bytes", len(prog))
+	}
+	filter := make([]unix.SockFilter, len(prog)/8)
+	for i := range filter {
+		b := prog[8*i:]
+		filter[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b),
+			Jt:   b[2],
+			Jf:   b[3],
+			K:    binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
 	}
 	return nil

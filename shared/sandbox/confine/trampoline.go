@@ -29,6 +29,9 @@ type wirePolicy struct {
 	// set it (through Policy.noSeccomp), to measure its cost.
 	NoSeccomp bool  `json:"noseccomp,omitempty"`
 	Guard     guard `json:"guard"`
+	// Seccomp is the filter to load, compiled by sandboxd for Guard (see
+	// compiledFilter).
+	Seccomp []byte `json:"bpf,omitempty"`
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID int `json:"uid,omitempty"`
@@ -180,7 +183,7 @@ func confineSelf(p *wirePolicy) error {
 	if p.NoSeccomp {
 		return nil
 	}
-	return loadSeccomp(p.Guard)
+	return loadSeccomp(p.Seccomp)
 }
 
 // execLimited sets RLIMIT_AS and execs path. The address-space limit comes
