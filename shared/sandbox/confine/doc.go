@@ -12,7 +12,8 @@
 //
 //  1. when sandboxd is root, drops to the policy's uid and gid ([NobodyID]
 //     by default) with no supplementary groups, after the child has
-//     entered cmd.Dir, and re-arms the parent-death signal;
+//     entered cmd.Dir (this thread only, like steps 4 to 6), and re-arms
+//     the parent-death signal;
 //  2. sets the rlimits (processes, file size, open files, CPU seconds; core
 //     dumps off);
 //  3. makes the process a child subreaper, so that descendants whose parent
@@ -20,8 +21,8 @@
 //  4. sets no_new_privs;
 //  5. enforces Landlock, when the kernel has it, at the best ABI it offers
 //     (up to V11);
-//  6. loads the seccomp filter (this thread only: the exec below leaves no
-//     other thread);
+//  6. loads the seccomp filter, which sandboxd compiled (this thread only:
+//     the exec below leaves no other thread);
 //  7. sets RLIMIT_AS, last, because the trampoline's own Go runtime already
 //     maps more than a small limit allows, and execs the target with its
 //     environment scrubbed once more ([Scrub]).

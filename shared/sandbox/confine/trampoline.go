@@ -93,7 +93,11 @@ func trampoline(argv []string) (int, error) {
 			return ExitConfineFailure, fmt.Errorf("%v; refusing to run %s as root", err, argv[0])
 		}
 	}
-	env := Scrub(os.Environ())
+	env := os.Environ()
+	if len(env) > 0 && env[0] == trampolineProcs {
+		env = env[1:] // Command's, for the trampoline only
+	}
+	env = Scrub(env)
 
 	// Look the program up before confining, as the confined uid, with the
 	// final PATH.
@@ -138,14 +142,20 @@ func dropPrivileges(uid, gid, parent int) error {
 		}
 		return nil
 	}
-	if err := syscall.Setgroups([]int{}); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
+	// Raw calls change this thread only, where syscall.Setresuid would
+	// stop every thread of the runtime to change them all (a quarter of a
+	// millisecond). That is enough: the execve that follows runs on this
+	// (locked) thread and leaves no other, and until then nothing but the
+	// runtime runs on the others. no_new_privs, Landlock and seccomp are
+	// per thread too.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
 	}
-	if err := syscall.Setresgid(gid, gid, gid); err != nil {
-		return fmt.Errorf("setresgid(%d): %w", gid, err)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("setresgid(%d): %w", gid, e)
 	}
-	if err := syscall.Setresuid(uid, uid, uid); err != nil {
-		return fmt.Errorf("setresuid(%d): %w", uid, err)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresuid(%d): %w", uid, e)
 	}
 	groups, _ := syscall.Getgroups()
 	if syscall.Getuid() != uid || syscall.Geteuid() != uid || syscall.Getgid() != gid || syscall.Getegid() != gid || len(groups) != 0 {
