@@ -8,7 +8,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -141,13 +140,19 @@ func conditional(g guard) []condRule {
 	)
 }
 
+// sysTable is an architecture's audit id and the numbers of the calls the
+// filter names.
+type sysTable struct {
+	Name         string
+	ID           uint32 // AUDIT_ARCH_*
+	SyscallNames map[string]int
+}
+
 // nativeArch is the syscall table of the running architecture.
-func nativeArch() (*arch.Info, error) {
+func nativeArch() (*sysTable, error) {
 	switch runtime.GOARCH {
-	case "amd64":
-		return arch.X86_64, nil
-	case "arm64":
-		return arch.AARCH64, nil
+	case "amd64", "arm64":
+		return nativeTable, nil
 	}
 	return nil, fmt.Errorf("no seccomp filter for GOARCH %s", runtime.GOARCH)
 }
@@ -156,7 +161,7 @@ func nativeArch() (*arch.Info, error) {
 // architecture, then find the call number in a binary tree over the calls
 // that have a rule, so that an allowed call costs a handful of comparisons
 // rather than one per rule.
-func buildFilter(a *arch.Info, g guard) ([]bpf.Instruction, error) {
+func buildFilter(a *sysTable, g guard) ([]bpf.Instruction, error) {
 	for _, name := range mandatory {
 		if _, ok := a.SyscallNames[name]; !ok {
 			return nil, fmt.Errorf("seccomp: %s has no system call %s", a.Name, name)
@@ -191,11 +196,11 @@ func buildFilter(a *arch.Info, g guard) ([]bpf.Instruction, error) {
 	prog := []bpf.Instruction{
 		// Another ABI's calls have other numbers: kill rather than guess.
 		bpf.LoadAbsolute{Off: 4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: a.ID, SkipTrue: 1},
 		bpf.RetConstant{Val: retKill},
 		bpf.LoadAbsolute{Off: 0, Size: 4},
 	}
-	if a.ID == arch.X86_64.ID {
+	if a.ID == unix.AUDIT_ARCH_X86_64 {
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
 			bpf.RetConstant{Val: retKill})
