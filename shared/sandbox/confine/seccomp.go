@@ -12,11 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The seccomp filter is a deny list: the syscall tables come from
-// go-seccomp-bpf's generated per-architecture tables (x86_64 and aarch64),
-// the program is assembled here because the library's own assembler lets a
-// foreign architecture's calls through to the default action, which for a
-// deny list is "allow".
+// The seccomp filter is a deny list: the call numbers come from x/sys/unix
+// (seccomp_amd64.go, seccomp_arm64.go; the tests check them against
+// go-seccomp-bpf's generated tables), the program is assembled here because
+// that library's own assembler lets a foreign architecture's calls through
+// to the default action, which for a deny list is "allow".
 
 const (
 	retAllow = unix.SECCOMP_RET_ALLOW
