@@ -62,13 +62,19 @@ func currentGuard() guard {
 const maxGuardTIDs = 64
 
 func init() {
-	if len(os.Args) == 0 || os.Args[0] != trampolineArg0 {
+	if len(os.Args) == 0 || (os.Args[0] != trampolineArg0 && os.Args[0] != warmArg0) {
 		return
 	}
 	// Everything below is per thread (no_new_privs, Landlock, seccomp) and
 	// must happen on the thread that execs.
 	runtime.LockOSThread()
-	code, err := trampoline(os.Args[1:])
+	var code int
+	var err error
+	if os.Args[0] == warmArg0 {
+		code, err = warmTrampoline()
+	} else {
+		code, err = trampoline(os.Args[1:])
+	}
 	fmt.Fprintf(os.Stderr, "agentsfleet-confine: %v\n", err)
 	os.Exit(code)
 }
@@ -101,19 +107,29 @@ func trampoline(argv []string) (int, error) {
 
 	// Look the program up before confining, as the confined uid, with the
 	// final PATH.
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		return code, fmt.Errorf("%s: %v", argv[0], unwrapExecError(err))
+	path, code, err := lookPath(argv[0])
+	if err != nil {
+		return code, err
 	}
 
 	if err := confineSelf(&p); err != nil {
 		return ExitConfineFailure, fmt.Errorf("%v; refusing to run %s unconfined", err, argv[0])
 	}
 	return execLimited(path, argv, env, p.Limits.withDefaults().AddressSpace)
+}
+
+// lookPath finds name in $PATH, or returns the exit status and message of
+// a shell that could not.
+func lookPath(name string) (string, int, error) {
+	path, err := exec.LookPath(name)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		return "", code, fmt.Errorf("%s: %v", name, unwrapExecError(err))
+	}
+	return path, 0, nil
 }
 
 func unwrapExecError(err error) error {
