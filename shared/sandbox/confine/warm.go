@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,12 +237,48 @@ var (
 	warmStarts atomic.Int64
 )
 
+// poolFor returns the pool of key. Only the maxPools pools used last keep
+// warm trampolines (sandboxd has one policy; tests have many): each idle
+// one is a process of the confined uid, counted by RLIMIT_NPROC.
 func poolFor(key string) *pool {
-	if pl, ok := pools.Load(key); ok {
-		return pl.(*pool)
+	v, ok := pools.Load(key)
+	if !ok {
+		v, _ = pools.LoadOrStore(key, &pool{key: key, ready: make(chan *warm, warmIdle)})
 	}
-	pl, _ := pools.LoadOrStore(key, &pool{key: key, ready: make(chan *warm, warmIdle)})
-	return pl.(*pool)
+	pl := v.(*pool)
+	recent.Lock()
+	defer recent.Unlock()
+	if len(recent.pools) > 0 && recent.pools[0] == pl {
+		return pl
+	}
+	recent.pools = append([]*pool{pl}, slices.DeleteFunc(recent.pools, func(o *pool) bool { return o == pl })...)
+	for len(recent.pools) > maxPools {
+		old := recent.pools[len(recent.pools)-1]
+		recent.pools = recent.pools[:len(recent.pools)-1]
+		go old.drain()
+	}
+	return pl
+}
+
+const maxPools = 2
+
+var recent struct {
+	sync.Mutex
+	pools []*pool // most recently used first
+}
+
+// drain lets the idle trampolines of pl go: they exit when their socket
+// closes. A later Start of its policy fills it again.
+func (pl *pool) drain() {
+	for {
+		select {
+		case w := <-pl.ready:
+			w.conn.Close()
+			_ = w.cmd.Wait()
+		default:
+			return
+		}
+	}
 }
 
 // take returns a warm trampoline, waiting a little for one that is
@@ -294,6 +331,14 @@ func (pl *pool) startOne() {
 	}
 	pl.failures = 0
 	pl.mu.Unlock()
+	recent.Lock()
+	active := slices.Contains(recent.pools, pl)
+	recent.Unlock()
+	if !active {
+		w.conn.Close()
+		_ = w.cmd.Wait()
+		return
+	}
 	select {
 	case pl.ready <- w:
 	default:
