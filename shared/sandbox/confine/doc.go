@@ -42,6 +42,15 @@
 // than a bare one: a Go runtime start, a few milliseconds (BenchmarkSpawn
 // reports the ratio).
 //
+// [Start] hides most of that cost: it hands the command to a warm
+// trampoline, one started and confined ahead of time for the same policy
+// (steps 1 to 6; the directory is entered through a descriptor sandboxd
+// opened, the stdio descriptors arrive over a socket), which then takes
+// step 7 and becomes the command. The process, its session, its subreaper
+// and KillGroup are as above; the differences are in warm.go. Commands it
+// cannot hand over (other stdio than files, ExtraFiles, a context) start
+// cold, as with cmd.Start.
+//
 // sandboxd calls [SetNonDumpable] first thing at start, and [PrepareRoots]
 // on its writable roots when it runs as root.
 //

@@ -210,7 +210,9 @@ func (w *warm) run(req warmRequest, files [3]*os.File, dir int) (err error, star
 	}
 	// The answer: an empty message once the directory is entered, else
 	// the error; nothing (EOF) when the trampoline died.
-	_ = w.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// A stopped or killed trampoline (commands of the same uid can do
+	// that) costs at most this.
+	_ = w.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 4096)
 	n, err := w.conn.Read(buf)
 	if err != nil {
@@ -420,6 +422,13 @@ func warmTrampoline() (int, error) {
 	}
 	if err := confineSelf(&p); err != nil {
 		return ExitConfineFailure, err
+	}
+	// Until it execs, nothing of its uid may read or write its memory
+	// (/proc/<pid>/mem): it will hold the next command's descriptors.
+	// Dropping root did this already; without root it must be asked for.
+	// The exec makes the command dumpable again, as usual.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return ExitConfineFailure, fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
 	}
 	unix.CloseOnExec(warmFD)
 	if _, err := unix.Write(warmFD, []byte{0}); err != nil {

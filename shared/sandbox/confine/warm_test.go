@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -244,6 +243,36 @@ func TestStartFallsBackCold(t *testing.T) {
 	if warmStarts.Load() != before {
 		t.Fatal("a command with ExtraFiles went warm")
 	}
-	var ws syscall.WaitStatus = cmd.ProcessState.Sys().(syscall.WaitStatus)
-	_ = ws
+}
+
+// A command can kill the warm trampolines (same uid): Start then starts
+// the command some other way.
+func TestStartSurvivesKilledWarmTrampolines(t *testing.T) {
+	p := &Policy{Env: []string{"KILLED_WARM=1"}}
+	prewarm(t, p)
+	cmd, _ := p.Command("true")
+	_, _, key, _ := warmable(cmd)
+	pl := poolFor(key)
+	var taken []*warm
+	for len(pl.ready) > 0 {
+		taken = append(taken, <-pl.ready)
+	}
+	for _, w := range taken {
+		w.cmd.Process.Kill()
+		pl.ready <- w
+	}
+	for range 3 {
+		cmd, _ := p.Command("sh", "-c", "echo ok")
+		r, w, _ := os.Pipe()
+		cmd.Stdout = w
+		if err := Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if err := cmd.Wait(); err != nil || string(b) != "ok\n" {
+			t.Fatalf("%v %q", err, b)
+		}
+	}
 }
