@@ -65,6 +65,10 @@ func Start(cmd *exec.Cmd) error {
 	if !ok {
 		return cmd.Start()
 	}
+	msg, err := json.Marshal(req)
+	if err != nil || len(msg) > maxReq {
+		return cmd.Start()
+	}
 	// The trampoline enters the directory through this descriptor: like
 	// the cold one, which enters it as root and then checks that the uid
 	// may use it, it then needs no access to the directory's parents.
@@ -79,7 +83,7 @@ func Start(cmd *exec.Cmd) error {
 		if w == nil {
 			break
 		}
-		err, started := w.run(req, files, dir)
+		err, started := w.run(req.Dir, msg, files, dir)
 		if started {
 			cmd.Process = w.cmd.Process
 			warmStarts.Add(1)
@@ -173,16 +177,12 @@ type warm struct {
 // run hands w the request. started reports that the command runs (w is
 // then used up); otherwise err, if not nil, is the command's own failure to
 // start (its directory), and nil means w was unusable.
-func (w *warm) run(req warmRequest, files [3]*os.File, dir int) (err error, started bool) {
+func (w *warm) run(dirName string, msg []byte, files [3]*os.File, dir int) (err error, started bool) {
 	defer w.conn.Close()
 	fail := func() (error, bool) {
 		_ = w.cmd.Process.Kill()
 		go func() { _ = w.cmd.Wait() }()
 		return nil, false
-	}
-	b, err := json.Marshal(req)
-	if err != nil || len(b) > maxReq {
-		return fail()
 	}
 	var fds []int
 	for i, f := range files {
@@ -203,7 +203,7 @@ func (w *warm) run(req warmRequest, files [3]*os.File, dir int) (err error, star
 	}
 	var sendErr error
 	if err := rc.Write(func(fd uintptr) bool {
-		sendErr = unix.Sendmsg(int(fd), b, unix.UnixRights(fds...), nil, 0)
+		sendErr = unix.Sendmsg(int(fd), msg, unix.UnixRights(fds...), nil, 0)
 		return sendErr != unix.EAGAIN
 	}); err != nil || sendErr != nil {
 		return fail()
@@ -220,7 +220,7 @@ func (w *warm) run(req warmRequest, files [3]*os.File, dir int) (err error, star
 	}
 	if n > 1 || buf[0] != 0 {
 		_ = w.cmd.Wait()
-		return &os.PathError{Op: "chdir", Path: req.Dir, Err: errors.New(string(buf[:n]))}, false
+		return &os.PathError{Op: "chdir", Path: dirName, Err: errors.New(string(buf[:n]))}, false
 	}
 	return nil, true
 }
