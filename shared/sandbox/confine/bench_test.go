@@ -1,13 +1,17 @@
 package confine
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
 
 // BenchmarkSpawn reports the cost of a confined `sh -c true` as a ratio to a
-// bare one, both measured in the same run.
+// bare one, both measured in the same run: cold (cmd.Run, a trampoline
+// started for the command) and warm (Start).
 func BenchmarkSpawn(b *testing.B) {
 	const n = 40
 	p := &Policy{}
@@ -29,8 +33,99 @@ func BenchmarkSpawn(b *testing.B) {
 			}
 			return cmd
 		})
+		// Start's warm trampolines: back to back (the pool refills while
+		// the next command runs, on the same cores), and 20 ms apart, as
+		// an agent's commands are, which leaves time to refill.
+		warm := func(pause time.Duration) (warm, bare time.Duration) {
+			for range n {
+				cmd, err := p.Command("sh", "-c", "true")
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				if err := Start(cmd); err != nil {
+					b.Fatal(err)
+				}
+				if err := cmd.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				warm += time.Since(t0)
+				time.Sleep(pause)
+				t0 = time.Now()
+				if err := exec.Command("sh", "-c", "true").Run(); err != nil {
+					b.Fatal(err)
+				}
+				bare += time.Since(t0)
+				time.Sleep(pause)
+			}
+			return warm / n, bare / n
+		}
+		tight, tightBare := warm(0)
+		spaced, spacedBare := warm(20 * time.Millisecond)
 		b.ReportMetric(float64(bare.Microseconds()), "bare-µs")
 		b.ReportMetric(float64(confined.Microseconds()), "confined-µs")
 		b.ReportMetric(float64(confined)/float64(bare), "ratio")
+		b.ReportMetric(float64(tight.Microseconds()), "warm-tight-µs")
+		b.ReportMetric(float64(tight)/float64(tightBare), "warm-tight-ratio")
+		b.ReportMetric(float64(spaced.Microseconds()), "warm-spaced-µs")
+		b.ReportMetric(float64(spacedBare.Microseconds()), "bare-spaced-µs")
+		b.ReportMetric(float64(spaced)/float64(spacedBare), "warm-spaced-ratio")
+	}
+}
+
+// BenchmarkGrepConfinement splits the cost of confinement for a search of
+// a large tree: rg unconfined, confined with only seccomp, only Landlock,
+// and both. It uses the tree sandboximage/bench builds
+// ($TMPDIR/agentsfleet-bench/tree) and skips without it or without rg.
+func BenchmarkGrepConfinement(b *testing.B) {
+	rg, err := exec.LookPath("rg")
+	if err != nil {
+		b.Skip("no rg")
+	}
+	tree := filepath.Join(os.TempDir(), "agentsfleet-bench", "tree")
+	if _, err := os.Stat(tree + ".done"); err != nil {
+		b.Skip("no fixture tree; run the sandboximage/bench benchmarks first")
+	}
+	argv := []string{"--no-config", "--line-number", "--with-filename", "--no-heading",
+		"--color", "never", "--no-messages", "--hidden", "--glob", "!.git", "--", "NEEDLE_7f3a", tree}
+	confined := func(p *Policy) func() *exec.Cmd {
+		return func() *exec.Cmd {
+			cmd, err := p.Command(rg, argv...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return cmd
+		}
+	}
+	ro := []string{tree}
+	configs := []struct {
+		name  string
+		start func() *exec.Cmd
+	}{
+		{"bare", func() *exec.Cmd { return exec.Command(rg, argv...) }},
+		{"uid+rlimits", confined(&Policy{ReadOnly: ro, noLandlock: true, noSeccomp: true})},
+		{"seccomp", confined(&Policy{ReadOnly: ro, noLandlock: true})},
+		{"landlock", confined(&Policy{ReadOnly: ro, noSeccomp: true})},
+		{"both", confined(&Policy{ReadOnly: ro})},
+	}
+	// Round-robin, so that drift in the machine's load hits every
+	// configuration alike.
+	const n = 9
+	for b.Loop() {
+		ds := make([][]time.Duration, len(configs))
+		for range n {
+			for i, c := range configs {
+				cmd := c.start()
+				t0 := time.Now()
+				if out, err := cmd.Output(); err != nil || len(out) == 0 {
+					b.Fatalf("%s: %v (%d bytes)", c.name, err, len(out))
+				}
+				ds[i] = append(ds[i], time.Since(t0))
+			}
+		}
+		for i, c := range configs {
+			slices.Sort(ds[i])
+			b.ReportMetric(float64(ds[i][n/2].Microseconds())/1000, c.name+"-ms")
+		}
 	}
 }

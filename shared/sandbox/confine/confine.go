@@ -87,12 +87,19 @@ type Policy struct {
 	Env []string
 
 	noLandlock bool // tests only: see wirePolicy.NoLandlock
+	noSeccomp  bool // tests only: see wirePolicy.NoSeccomp
 }
 
 const (
 	trampolineArg0 = "agentsfleet-confine"
 	policyEnv      = "AGENTSFLEET_CONFINE_POLICY"
 	selfExe        = "/proc/self/exe"
+	// trampolineProcs leads the trampoline's environment: one P starts
+	// fewer runtime threads (a quarter of a millisecond). The trampoline
+	// removes it, so the program gets the environment it was given; a
+	// GOMAXPROCS the caller adds replaces it (os/exec keeps the last of a
+	// name) and reaches the program.
+	trampolineProcs = "GOMAXPROCS=1"
 )
 
 // Command returns a command that runs name with args under p. name is looked
@@ -148,12 +155,18 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		Limits:     p.Limits.withDefaults(),
 		Landlock:   LandlockABI() > 0 && !p.noLandlock,
 		NoLandlock: p.noLandlock,
+		NoSeccomp:  p.noSeccomp,
 		Guard:      currentGuard(),
 	}
 	if os.Geteuid() == 0 {
 		w.UID, w.GID = ids(p.UID, p.GID)
 	}
 	var err error
+	if !w.NoSeccomp {
+		if w.Seccomp, err = compiledFilter(w.Guard); err != nil {
+			return fmt.Errorf("confine: %w", err)
+		}
+	}
 	if w.ReadOnly, err = absPaths(p.ReadOnly); err != nil {
 		return err
 	}
@@ -167,7 +180,7 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 
 	env := append(BaseEnv(), Scrub(p.Env)...)
 	cmd.Args = append([]string{trampolineArg0, name}, args...)
-	cmd.Env = append(env, policyEnv+"="+string(enc))
+	cmd.Env = append(append([]string{trampolineProcs}, env...), policyEnv+"="+string(enc))
 	if lookErr := precheck(name, env); lookErr != nil {
 		cmd.Err = lookErr
 	}

@@ -12,7 +12,8 @@
 //
 //  1. when sandboxd is root, drops to the policy's uid and gid ([NobodyID]
 //     by default) with no supplementary groups, after the child has
-//     entered cmd.Dir, and re-arms the parent-death signal;
+//     entered cmd.Dir (this thread only, like steps 4 to 6), and re-arms
+//     the parent-death signal;
 //  2. sets the rlimits (processes, file size, open files, CPU seconds; core
 //     dumps off);
 //  3. makes the process a child subreaper, so that descendants whose parent
@@ -20,8 +21,8 @@
 //  4. sets no_new_privs;
 //  5. enforces Landlock, when the kernel has it, at the best ABI it offers
 //     (up to V11);
-//  6. loads the seccomp filter (this thread only: the exec below leaves no
-//     other thread);
+//  6. loads the seccomp filter, which sandboxd compiled (this thread only:
+//     the exec below leaves no other thread);
 //  7. sets RLIMIT_AS, last, because the trampoline's own Go runtime already
 //     maps more than a small limit allows, and execs the target with its
 //     environment scrubbed once more ([Scrub]).
@@ -40,6 +41,15 @@
 // started it). A confined command costs one more exec of the sandboxd binary
 // than a bare one: a Go runtime start, a few milliseconds (BenchmarkSpawn
 // reports the ratio).
+//
+// [Start] hides most of that cost: it hands the command to a warm
+// trampoline, one started and confined ahead of time for the same policy
+// (steps 1 to 6; the directory is entered through a descriptor sandboxd
+// opened, the stdio descriptors arrive over a socket), which then takes
+// step 7 and becomes the command. The process, its session, its subreaper
+// and KillGroup are as above; the differences are in warm.go. Commands it
+// cannot hand over (other stdio than files, ExtraFiles, a context) start
+// cold, as with cmd.Start.
 //
 // sandboxd calls [SetNonDumpable] first thing at start, and [PrepareRoots]
 // on its writable roots when it runs as root.

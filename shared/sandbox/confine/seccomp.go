@@ -1,21 +1,22 @@
 package confine
 
 import (
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// The seccomp filter is a deny list: the syscall tables come from
-// go-seccomp-bpf's generated per-architecture tables (x86_64 and aarch64),
-// the program is assembled here because the library's own assembler lets a
-// foreign architecture's calls through to the default action, which for a
-// deny list is "allow".
+// The seccomp filter is a deny list: the call numbers come from x/sys/unix
+// (seccomp_amd64.go, seccomp_arm64.go; the tests check them against
+// go-seccomp-bpf's generated tables), the program is assembled here because
+// that library's own assembler lets a foreign architecture's calls through
+// to the default action, which for a deny list is "allow".
 
 const (
 	retAllow = unix.SECCOMP_RET_ALLOW
@@ -139,13 +140,19 @@ func conditional(g guard) []condRule {
 	)
 }
 
+// sysTable is an architecture's audit id and the numbers of the calls the
+// filter names.
+type sysTable struct {
+	Name         string
+	ID           uint32 // AUDIT_ARCH_*
+	SyscallNames map[string]int
+}
+
 // nativeArch is the syscall table of the running architecture.
-func nativeArch() (*arch.Info, error) {
+func nativeArch() (*sysTable, error) {
 	switch runtime.GOARCH {
-	case "amd64":
-		return arch.X86_64, nil
-	case "arm64":
-		return arch.AARCH64, nil
+	case "amd64", "arm64":
+		return nativeTable, nil
 	}
 	return nil, fmt.Errorf("no seccomp filter for GOARCH %s", runtime.GOARCH)
 }
@@ -154,7 +161,7 @@ func nativeArch() (*arch.Info, error) {
 // architecture, then find the call number in a binary tree over the calls
 // that have a rule, so that an allowed call costs a handful of comparisons
 // rather than one per rule.
-func buildFilter(a *arch.Info, g guard) ([]bpf.Instruction, error) {
+func buildFilter(a *sysTable, g guard) ([]bpf.Instruction, error) {
 	for _, name := range mandatory {
 		if _, ok := a.SyscallNames[name]; !ok {
 			return nil, fmt.Errorf("seccomp: %s has no system call %s", a.Name, name)
@@ -189,11 +196,11 @@ func buildFilter(a *arch.Info, g guard) ([]bpf.Instruction, error) {
 	prog := []bpf.Instruction{
 		// Another ABI's calls have other numbers: kill rather than guess.
 		bpf.LoadAbsolute{Off: 4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(a.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: a.ID, SkipTrue: 1},
 		bpf.RetConstant{Val: retKill},
 		bpf.LoadAbsolute{Off: 0, Size: 4},
 	}
-	if a.ID == arch.X86_64.ID {
+	if a.ID == unix.AUDIT_ARCH_X86_64 {
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
 			bpf.RetConstant{Val: retKill})
@@ -312,27 +319,65 @@ func argOffset(c cmp) uint32 {
 	return off
 }
 
-// loadSeccomp loads the filter on the calling thread only; the exec that
-// follows leaves no other thread. no_new_privs must be set.
-func loadSeccomp(g guard) error {
+// compiledFilter returns the filter for g as the kernel takes it (struct
+// sock_filter, 8 bytes an instruction, native byte order), so that Command
+// hands the trampoline a program to load rather than one to build. The
+// last few programs are cached: g changes only when sandboxd's threads do.
+func compiledFilter(g guard) ([]byte, error) {
+	key := fmt.Sprint(g.PID, g.PGID, g.TIDs)
+	filterCache.Lock()
+	defer filterCache.Unlock()
+	if prog, ok := filterCache.progs[key]; ok {
+		return prog, nil
+	}
 	a, err := nativeArch()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	insts, err := buildFilter(a, g)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
-		return fmt.Errorf("seccomp: assemble: %w", err)
+		return nil, fmt.Errorf("seccomp: assemble: %w", err)
 	}
-	filter := make([]unix.SockFilter, len(raw))
-	for i, in := range raw {
-		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	prog := make([]byte, 0, 8*len(raw))
+	for _, in := range raw {
+		prog = binary.NativeEndian.AppendUint16(prog, in.Op)
+		prog = append(prog, in.Jt, in.Jf)
+		prog = binary.NativeEndian.AppendUint32(prog, in.K)
 	}
-	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
+	if len(filterCache.progs) >= 16 {
+		clear(filterCache.progs)
+	}
+	filterCache.progs[key] = prog
+	return prog, nil
+}
+
+var filterCache = struct {
+	sync.Mutex
+	progs map[string][]byte
+}{progs: map[string][]byte{}}
+
+// loadSeccomp loads prog, from compiledFilter, on the calling thread only;
+// the exec that follows leaves no other thread. no_new_privs must be set.
+func loadSeccomp(prog []byte) error {
+	if len(prog) == 0 || len(prog)%8 != 0 || len(prog)/8 > unix.BPF_MAXINSNS {
+		return fmt.Errorf("seccomp: malformed filter of %d bytes", len(prog))
+	}
+	filter := make([]unix.SockFilter, len(prog)/8)
+	for i := range filter {
+		b := prog[8*i:]
+		filter[i] = unix.SockFilter{
+			Code: binary.NativeEndian.Uint16(b),
+			Jt:   b[2],
+			Jf:   b[3],
+			K:    binary.NativeEndian.Uint32(b[4:]),
+		}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
 	}
 	return nil

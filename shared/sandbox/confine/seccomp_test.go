@@ -31,7 +31,7 @@ func TestSeccompFilterDecisions(t *testing.T) {
 	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
 		t.Run(a.Name, func(t *testing.T) {
 			t.Parallel()
-			prog, err := buildFilter(a, g)
+			prog, err := buildFilter(tableOf(a), g)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestSeccompFilterIsShort(t *testing.T) {
 	t.Parallel()
 	// A binary tree keeps an allowed call to a few comparisons: count the
 	// instructions read on the way to ALLOW for read(2).
-	prog, err := buildFilter(arch.X86_64, guard{PID: 10, PGID: 10, TIDs: make([]int, maxGuardTIDs)})
+	prog, err := buildFilter(tableOf(arch.X86_64), guard{PID: 10, PGID: 10, TIDs: make([]int, maxGuardTIDs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestSeccompFilterIsShort(t *testing.T) {
 
 func TestSeccompFilterWithoutGuard(t *testing.T) {
 	t.Parallel()
-	prog, err := buildFilter(arch.X86_64, guard{})
+	prog, err := buildFilter(tableOf(arch.X86_64), guard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +203,48 @@ func TestSeccompFilterWithoutGuard(t *testing.T) {
 	got, _ := vm.Run(seccompData(arch.X86_64.ID, uint32(arch.X86_64.SyscallNames["kill"]), 1, 9))
 	if uint32(got) != retAllow {
 		t.Fatalf("kill with no guard: got %s, want ALLOW", action(uint32(got)))
+	}
+}
+
+// tableOf is go-seccomp-bpf's table for a as the filter takes it.
+func tableOf(a *arch.Info) *sysTable {
+	return &sysTable{Name: a.Name, ID: uint32(a.ID), SyscallNames: a.SyscallNames}
+}
+
+// TestNativeTable checks the filter's own table of the running architecture
+// against go-seccomp-bpf's: the same calls, with the same numbers, so that
+// the filter the trampoline loads is the one the other tests examine.
+func TestNativeTable(t *testing.T) {
+	native, err := nativeArch()
+	if err != nil {
+		t.Skip(err)
+	}
+	a, err := arch.GetInfo(native.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if native.ID != uint32(a.ID) {
+		t.Errorf("audit arch %#x, go-seccomp-bpf says %#x", native.ID, uint32(a.ID))
+	}
+	names := append(append(append([]string{}, refused...), fallback...), mandatory...)
+	for _, r := range conditional(guard{PID: 10, PGID: 10}) {
+		names = append(names, r.name)
+	}
+	distinct := map[string]bool{}
+	for _, name := range names {
+		distinct[name] = true
+		want, inLib := a.SyscallNames[name]
+		got, inOurs := native.SyscallNames[name]
+		if inLib != inOurs || got != want {
+			t.Errorf("%s on %s: ours %d (%v), go-seccomp-bpf %d (%v)", name, a.Name, got, inOurs, want, inLib)
+		}
+	}
+	if len(native.SyscallNames) > len(distinct) {
+		t.Errorf("the table has %d calls, the filter names %d", len(native.SyscallNames), len(distinct))
+	}
+	want, _ := buildFilter(tableOf(a), guard{PID: 10, PGID: 10, TIDs: []int{11}})
+	got, _ := buildFilter(native, guard{PID: 10, PGID: 10, TIDs: []int{11}})
+	if fmt.Sprint(want) != fmt.Sprint(got) {
+		t.Error("the filters built from the two tables differ")
 	}
 }

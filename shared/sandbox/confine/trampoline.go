@@ -24,8 +24,14 @@ type wirePolicy struct {
 	Landlock bool `json:"landlock"`
 	// NoLandlock skips Landlock; only this package's tests set it (through
 	// Policy.noLandlock), to tell its protection from another's.
-	NoLandlock bool  `json:"nolandlock,omitempty"`
-	Guard      guard `json:"guard"`
+	NoLandlock bool `json:"nolandlock,omitempty"`
+	// NoSeccomp skips the seccomp filter; only this package's benchmarks
+	// set it (through Policy.noSeccomp), to measure its cost.
+	NoSeccomp bool  `json:"noseccomp,omitempty"`
+	Guard     guard `json:"guard"`
+	// Seccomp is the filter to load, compiled by sandboxd for Guard (see
+	// compiledFilter).
+	Seccomp []byte `json:"bpf,omitempty"`
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID int `json:"uid,omitempty"`
@@ -56,13 +62,19 @@ func currentGuard() guard {
 const maxGuardTIDs = 64
 
 func init() {
-	if len(os.Args) == 0 || os.Args[0] != trampolineArg0 {
+	if len(os.Args) == 0 || (os.Args[0] != trampolineArg0 && os.Args[0] != warmArg0) {
 		return
 	}
 	// Everything below is per thread (no_new_privs, Landlock, seccomp) and
 	// must happen on the thread that execs.
 	runtime.LockOSThread()
-	code, err := trampoline(os.Args[1:])
+	var code int
+	var err error
+	if os.Args[0] == warmArg0 {
+		code, err = warmTrampoline()
+	} else {
+		code, err = trampoline(os.Args[1:])
+	}
 	fmt.Fprintf(os.Stderr, "agentsfleet-confine: %v\n", err)
 	os.Exit(code)
 }
@@ -87,23 +99,37 @@ func trampoline(argv []string) (int, error) {
 			return ExitConfineFailure, fmt.Errorf("%v; refusing to run %s as root", err, argv[0])
 		}
 	}
-	env := Scrub(os.Environ())
+	env := os.Environ()
+	if len(env) > 0 && env[0] == trampolineProcs {
+		env = env[1:] // Command's, for the trampoline only
+	}
+	env = Scrub(env)
 
 	// Look the program up before confining, as the confined uid, with the
 	// final PATH.
-	path, err := exec.LookPath(argv[0])
-	if err != nil && !errors.Is(err, exec.ErrDot) {
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = 127
-		}
-		return code, fmt.Errorf("%s: %v", argv[0], unwrapExecError(err))
+	path, code, err := lookPath(argv[0])
+	if err != nil {
+		return code, err
 	}
 
 	if err := confineSelf(&p); err != nil {
 		return ExitConfineFailure, fmt.Errorf("%v; refusing to run %s unconfined", err, argv[0])
 	}
 	return execLimited(path, argv, env, p.Limits.withDefaults().AddressSpace)
+}
+
+// lookPath finds name in $PATH, or returns the exit status and message of
+// a shell that could not.
+func lookPath(name string) (string, int, error) {
+	path, err := exec.LookPath(name)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		return "", code, fmt.Errorf("%s: %v", name, unwrapExecError(err))
+	}
+	return path, 0, nil
 }
 
 func unwrapExecError(err error) error {
@@ -132,14 +158,20 @@ func dropPrivileges(uid, gid, parent int) error {
 		}
 		return nil
 	}
-	if err := syscall.Setgroups([]int{}); err != nil {
-		return fmt.Errorf("setgroups: %w", err)
+	// Raw calls change this thread only, where syscall.Setresuid would
+	// stop every thread of the runtime to change them all (a quarter of a
+	// millisecond). That is enough: the execve that follows runs on this
+	// (locked) thread and leaves no other, and until then nothing but the
+	// runtime runs on the others. no_new_privs, Landlock and seccomp are
+	// per thread too.
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups: %w", e)
 	}
-	if err := syscall.Setresgid(gid, gid, gid); err != nil {
-		return fmt.Errorf("setresgid(%d): %w", gid, err)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(gid), uintptr(gid), uintptr(gid)); e != 0 {
+		return fmt.Errorf("setresgid(%d): %w", gid, e)
 	}
-	if err := syscall.Setresuid(uid, uid, uid); err != nil {
-		return fmt.Errorf("setresuid(%d): %w", uid, err)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+		return fmt.Errorf("setresuid(%d): %w", uid, e)
 	}
 	groups, _ := syscall.Getgroups()
 	if syscall.Getuid() != uid || syscall.Geteuid() != uid || syscall.Getgid() != gid || syscall.Getegid() != gid || len(groups) != 0 {
@@ -174,7 +206,10 @@ func confineSelf(p *wirePolicy) error {
 	if err := restrictFiles(p); err != nil {
 		return err
 	}
-	return loadSeccomp(p.Guard)
+	if p.NoSeccomp {
+		return nil
+	}
+	return loadSeccomp(p.Seccomp)
 }
 
 // execLimited sets RLIMIT_AS and execs path. The address-space limit comes

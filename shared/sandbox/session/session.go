@@ -119,7 +119,7 @@ func start(policy *confine.Policy, sp spec, id, bufBytes int, lifetime time.Dura
 		s.stdin, s.output = inW, outR
 		childFiles = []*os.File{inR, outW}
 	}
-	err = cmd.Start()
+	err = confine.Start(cmd)
 	for _, f := range childFiles {
 		f.Close()
 	}

@@ -2,7 +2,8 @@
 // and grep (rg, or grep -rnE where the image has no rg). Each tool is one
 // file beside its model-facing description.
 //
-// Security boundary: every process is started with confine.Policy.Command, so
+// Security boundary: every process is made by confine.Policy.Command and
+// started by confine.Start (a warm trampoline when it can), so
 // it runs confined (own session and process group, scrubbed environment,
 // unprivileged uid when sandboxd is root, and whatever confine adds:
 // seccomp, Landlock, rlimits), and confine.KillGroup ends it and every

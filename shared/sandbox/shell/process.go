@@ -36,7 +36,7 @@ type group struct {
 // leads its own session and process group) and must not have stdio that
 // os/exec copies through goroutines (use *os.File or nil).
 func startGroup(cmd *exec.Cmd) (*group, error) {
-	if err := cmd.Start(); err != nil {
+	if err := confine.Start(cmd); err != nil {
 		return nil, err
 	}
 	g := &group{cmd: cmd, done: make(chan struct{})}

@@ -1,0 +1,6 @@
+//go:build !amd64 && !arm64
+
+package confine
+
+// nativeTable is nil where there is no filter (see nativeArch).
+var nativeTable *sysTable

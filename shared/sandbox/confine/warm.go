@@ -1,0 +1,507 @@
+package confine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Warm trampolines.
+//
+// Most of the cost of a confined command is the trampoline's start: a Go
+// runtime booting the whole sandboxd binary (about 3 ms here, where the
+// command itself may take 1). Start hides it: for each policy it keeps a
+// few trampolines started ahead of time, already confined (uid, rlimits,
+// subreaper, no_new_privs, Landlock, seccomp), each waiting on a socket for
+// the one command it will become: argv, environment, directory and the
+// stdio descriptors (SCM_RIGHTS). It enters the directory, takes the
+// descriptors (and the terminal as its controlling one), looks the program
+// up, sets RLIMIT_AS and execs, exactly as the trampoline does; the process
+// is the command's, so Wait, KillGroup and the subreaper work as before.
+//
+// What changes: the seccomp guard (sandboxd's pid, group and threads) is
+// the one of the moment the trampoline started, and the directory is
+// entered as the confined uid rather than as root. A warm trampoline runs
+// as the confined uid and is confined like a command: a command can kill
+// one (the next Start then falls back to a cold start), nothing more.
+
+const (
+	warmArg0 = "agentsfleet-confine-warm"
+	warmFD   = 3 // the socket, in the warm trampoline
+	warmIdle = 2 // warm trampolines kept per policy
+	maxReq   = 1 << 20
+)
+
+// warmRequest is what Start sends a warm trampoline.
+type warmRequest struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir,omitempty"`
+	TTY  bool     `json:"tty,omitempty"` // stdin becomes the controlling terminal
+}
+
+// Start starts cmd, which must come from Command, as cmd.Start would, but
+// through a warm trampoline when it can (see above), which saves most of the
+// trampoline's start. It can when cmd's stdio is nil or *os.File, it has no
+// ExtraFiles, no context (CommandContext) and no SysProcAttr beyond what
+// Command sets plus Setctty with Ctty 0. Otherwise, or when no warm
+// trampoline can be had, it calls cmd.Start. Afterwards use cmd as after
+// cmd.Start: Wait, Process, ProcessState, KillGroup.
+func Start(cmd *exec.Cmd) error {
+	req, files, key, ok := warmable(cmd)
+	if !ok {
+		return cmd.Start()
+	}
+	msg, err := json.Marshal(req)
+	if err != nil || len(msg) > maxReq {
+		return cmd.Start()
+	}
+	// The trampoline enters the directory through this descriptor: like
+	// the cold one, which enters it as root and then checks that the uid
+	// may use it, it then needs no access to the directory's parents.
+	dir, err := unix.Open(req.Dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "chdir", Path: req.Dir, Err: err}
+	}
+	defer unix.Close(dir)
+	pl := poolFor(key)
+	for range warmIdle + 1 {
+		w := pl.take()
+		if w == nil {
+			break
+		}
+		err, started := w.run(req.Dir, msg, files, dir)
+		if started {
+			cmd.Process = w.cmd.Process
+			warmStarts.Add(1)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return cmd.Start()
+}
+
+// warmable returns the request for cmd and the key of its policy, or false
+// when cmd needs cmd.Start.
+func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
+	var files [3]*os.File
+	if cmd.Process != nil || cmd.Err != nil || cmd.Cancel != nil || len(cmd.ExtraFiles) > 0 ||
+		cmd.Path != selfExe || len(cmd.Args) < 2 || cmd.Args[0] != trampolineArg0 {
+		return warmRequest{}, files, "", false
+	}
+	attr := cmd.SysProcAttr
+	if attr == nil || !attr.Setsid || attr.Pdeathsig != syscall.SIGKILL {
+		return warmRequest{}, files, "", false
+	}
+	rest := *attr
+	rest.Setsid, rest.Pdeathsig, rest.Setctty = false, 0, false
+	if !reflect.ValueOf(rest).IsZero() { // Ctty too: it must be 0 (stdin)
+		return warmRequest{}, files, "", false
+	}
+	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		switch f := s.(type) {
+		case nil:
+		case *os.File:
+			if f == nil {
+				return warmRequest{}, files, "", false
+			}
+			files[i] = f
+		default:
+			return warmRequest{}, files, "", false
+		}
+	}
+	if attr.Setctty && files[0] == nil {
+		return warmRequest{}, files, "", false
+	}
+	// The policy is the last variable Command set; a caller may have
+	// appended others after it.
+	var enc string
+	env := make([]string, 0, len(cmd.Env))
+	for i, kv := range cmd.Env {
+		if v, ok := strings.CutPrefix(kv, policyEnv+"="); ok {
+			enc = v
+			continue
+		}
+		if i == 0 && kv == trampolineProcs {
+			continue
+		}
+		env = append(env, kv)
+	}
+	if enc == "" {
+		return warmRequest{}, files, "", false
+	}
+	var w wirePolicy
+	if err := json.Unmarshal([]byte(enc), &w); err != nil {
+		return warmRequest{}, files, "", false
+	}
+	// The guard and the filter built for it are those of the warm
+	// trampoline's start.
+	w.Guard, w.Seccomp = guard{}, nil
+	key, err := json.Marshal(w)
+	if err != nil {
+		return warmRequest{}, files, "", false
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		// The cold trampoline inherits sandboxd's; the warm one is in /.
+		if dir, err = os.Getwd(); err != nil {
+			return warmRequest{}, files, "", false
+		}
+	} else if !filepath.IsAbs(dir) {
+		return warmRequest{}, files, "", false
+	}
+	return warmRequest{Argv: cmd.Args[1:], Env: env, Dir: dir, TTY: attr.Setctty}, files, string(key), true
+}
+
+// warm is a started warm trampoline.
+type warm struct {
+	cmd  *exec.Cmd
+	conn *os.File // our end of its socket
+}
+
+// run hands w the request. started reports that the command runs (w is
+// then used up); otherwise err, if not nil, is the command's own failure to
+// start (its directory), and nil means w was unusable.
+func (w *warm) run(dirName string, msg []byte, files [3]*os.File, dir int) (err error, started bool) {
+	defer w.conn.Close()
+	fail := func() (error, bool) {
+		_ = w.cmd.Process.Kill()
+		go func() { _ = w.cmd.Wait() }()
+		return nil, false
+	}
+	var fds []int
+	for i, f := range files {
+		if f == nil {
+			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				return fail()
+			}
+			defer null.Close()
+			files[i] = null
+		}
+		fds = append(fds, int(files[i].Fd()))
+	}
+	fds = append(fds, dir)
+	rc, err := w.conn.SyscallConn()
+	if err != nil {
+		return fail()
+	}
+	var sendErr error
+	if err := rc.Write(func(fd uintptr) bool {
+		sendErr = unix.Sendmsg(int(fd), msg, unix.UnixRights(fds...), nil, 0)
+		return sendErr != unix.EAGAIN
+	}); err != nil || sendErr != nil {
+		return fail()
+	}
+	// The answer: an empty message once the directory is entered, else
+	// the error; nothing (EOF) when the trampoline died.
+	// A stopped or killed trampoline (commands of the same uid can do
+	// that) costs at most this.
+	_ = w.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := w.conn.Read(buf)
+	if err != nil {
+		return fail()
+	}
+	if n > 1 || buf[0] != 0 {
+		_ = w.cmd.Wait()
+		return &os.PathError{Op: "chdir", Path: dirName, Err: errors.New(string(buf[:n]))}, false
+	}
+	return nil, true
+}
+
+// pool holds the warm trampolines of one policy.
+type pool struct {
+	key      string
+	ready    chan *warm
+	mu       sync.Mutex
+	starting int
+	failures int
+}
+
+var (
+	pools      sync.Map // key → *pool
+	warmStarts atomic.Int64
+)
+
+// poolFor returns the pool of key. Only the maxPools pools used last keep
+// warm trampolines (sandboxd has one policy; tests have many): each idle
+// one is a process of the confined uid, counted by RLIMIT_NPROC.
+func poolFor(key string) *pool {
+	v, ok := pools.Load(key)
+	if !ok {
+		v, _ = pools.LoadOrStore(key, &pool{key: key, ready: make(chan *warm, warmIdle)})
+	}
+	pl := v.(*pool)
+	recent.Lock()
+	defer recent.Unlock()
+	if len(recent.pools) > 0 && recent.pools[0] == pl {
+		return pl
+	}
+	recent.pools = append([]*pool{pl}, slices.DeleteFunc(recent.pools, func(o *pool) bool { return o == pl })...)
+	for len(recent.pools) > maxPools {
+		old := recent.pools[len(recent.pools)-1]
+		recent.pools = recent.pools[:len(recent.pools)-1]
+		go old.drain()
+	}
+	return pl
+}
+
+const maxPools = 2
+
+var recent struct {
+	sync.Mutex
+	pools []*pool // most recently used first
+}
+
+// drain lets the idle trampolines of pl go: they exit when their socket
+// closes. A later Start of its policy fills it again.
+func (pl *pool) drain() {
+	for {
+		select {
+		case w := <-pl.ready:
+			w.conn.Close()
+			_ = w.cmd.Wait()
+		default:
+			return
+		}
+	}
+}
+
+// take returns a warm trampoline, waiting a little for one that is
+// starting, or nil; either way it starts replacements.
+func (pl *pool) take() *warm {
+	defer pl.fill()
+	select {
+	case w := <-pl.ready:
+		return w
+	default:
+	}
+	pl.mu.Lock()
+	starting := pl.starting
+	pl.mu.Unlock()
+	if starting == 0 {
+		return nil
+	}
+	select {
+	case w := <-pl.ready:
+		return w
+	case <-time.After(20 * time.Millisecond):
+		return nil
+	}
+}
+
+// fill starts warm trampolines until warmIdle are ready or starting.
+func (pl *pool) fill() {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.failures >= 3 {
+		return // cold starts from now on
+	}
+	for len(pl.ready)+pl.starting < warmIdle {
+		pl.starting++
+		go pl.startOne()
+	}
+}
+
+func (pl *pool) startOne() {
+	w, err := startWarm(pl.key)
+	pl.mu.Lock()
+	pl.starting--
+	if err != nil {
+		pl.failures++
+		if pl.failures == 3 {
+			slog.Warn("confine: warm trampolines fail to start; confined commands start cold", "err", err)
+		}
+		pl.mu.Unlock()
+		return
+	}
+	pl.failures = 0
+	pl.mu.Unlock()
+	recent.Lock()
+	active := slices.Contains(recent.pools, pl)
+	recent.Unlock()
+	if !active {
+		w.conn.Close()
+		_ = w.cmd.Wait()
+		return
+	}
+	select {
+	case pl.ready <- w:
+	default:
+		w.conn.Close() // its trampoline exits
+		go func() { _ = w.cmd.Wait() }()
+	}
+}
+
+// startWarm starts a trampoline for the policy key (a wirePolicy without
+// guard) and waits until it is confined and ready.
+func startWarm(key string) (*warm, error) {
+	var w wirePolicy
+	if err := json.Unmarshal([]byte(key), &w); err != nil {
+		return nil, err
+	}
+	w.Guard = currentGuard()
+	if !w.NoSeccomp {
+		var err error
+		if w.Seccomp, err = compiledFilter(w.Guard); err != nil {
+			return nil, err
+		}
+	}
+	enc, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socketpair: %w", err)
+	}
+	// Ours goes to the runtime's poller (for the deadlines), theirs stays
+	// blocking.
+	if err := unix.SetNonblock(pair[0], true); err != nil {
+		unix.Close(pair[0])
+		unix.Close(pair[1])
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "warm"), os.NewFile(uintptr(pair[1]), "warm")
+	defer theirs.Close()
+	cmd := exec.Command(selfExe)
+	cmd.Args = []string{warmArg0}
+	cmd.Env = []string{trampolineProcs, policyEnv + "=" + string(enc)}
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		ours.Close()
+		return nil, err
+	}
+	// It says it is ready with one empty message.
+	_ = ours.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [1]byte
+	if n, err := ours.Read(b[:]); err != nil || n != 1 || b[0] != 0 {
+		ours.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("warm trampoline did not start: %v", err)
+	}
+	_ = ours.SetReadDeadline(time.Time{})
+	return &warm{cmd: cmd, conn: ours}, nil
+}
+
+// warmTrampoline is the trampoline's warm mode: confine, say so, wait for
+// the command, become it. It returns only on failure.
+func warmTrampoline() (int, error) {
+	raw, ok := os.LookupEnv(policyEnv)
+	if !ok {
+		return ExitConfineFailure, fmt.Errorf("%s is not set", policyEnv)
+	}
+	os.Unsetenv(policyEnv)
+	var p wirePolicy
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return ExitConfineFailure, fmt.Errorf("decode policy: %v", err)
+	}
+	if p.UID != 0 {
+		if err := dropPrivileges(p.UID, p.GID, p.Guard.PID); err != nil {
+			return ExitConfineFailure, err
+		}
+	}
+	if err := confineSelf(&p); err != nil {
+		return ExitConfineFailure, err
+	}
+	// Until it execs, nothing of its uid may read or write its memory
+	// (/proc/<pid>/mem): it will hold the next command's descriptors.
+	// Dropping root did this already; without root it must be asked for.
+	// The exec makes the command dumpable again, as usual.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return ExitConfineFailure, fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
+	}
+	unix.CloseOnExec(warmFD)
+	if _, err := unix.Write(warmFD, []byte{0}); err != nil {
+		return ExitConfineFailure, err
+	}
+	buf := make([]byte, maxReq)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := unix.Recvmsg(warmFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		os.Exit(0) // sandboxd let it go
+	}
+	var req warmRequest
+	if err := json.Unmarshal(buf[:n], &req); err != nil || len(req.Argv) == 0 || req.Argv[0] == "" {
+		return ExitConfineFailure, fmt.Errorf("bad request: %v", err)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return ExitConfineFailure, fmt.Errorf("no descriptors: %v", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 4 {
+		return ExitConfineFailure, fmt.Errorf("want 4 descriptors, got %d: %v", len(fds), err)
+	}
+	for i, fd := range fds[:3] {
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			return ExitConfineFailure, fmt.Errorf("dup3: %w", err)
+		}
+	}
+	for _, fd := range fds[:3] {
+		if fd > 2 {
+			unix.Close(fd)
+		}
+	}
+	dir := fds[3]
+	answer := func(msg string) {
+		if msg == "" {
+			_, _ = unix.Write(warmFD, []byte{0})
+		} else {
+			_, _ = unix.Write(warmFD, []byte(msg))
+		}
+		unix.Close(warmFD)
+	}
+	if req.TTY {
+		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
+			answer("setctty: " + err.Error())
+			return ExitConfineFailure, err
+		}
+	}
+	// The directory, as the cold trampoline: sandboxd opened it, so
+	// only the directory itself must be usable by the uid.
+	err = unix.Fchdir(dir)
+	unix.Close(dir)
+	if err != nil {
+		if errors.Is(err, unix.EACCES) {
+			answer("")
+			return ExitConfineFailure, fmt.Errorf("the working directory %s is not usable by uid %d: %w (see confine.PrepareRoots)", req.Dir, os.Getuid(), err)
+		}
+		answer(err.Error())
+		return ExitConfineFailure, err
+	}
+	answer("")
+
+	env := Scrub(req.Env)
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	os.Setenv("PATH", path)
+	exe, code, err := lookPath(req.Argv[0])
+	if err != nil {
+		return code, err
+	}
+	return execLimited(exe, req.Argv, env, p.Limits.withDefaults().AddressSpace)
+}
