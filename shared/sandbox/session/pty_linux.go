@@ -57,22 +57,3 @@ func ioctl(f *os.File, req, arg uintptr) error {
 	}
 	return nil
 }
-
-// waitExited blocks until process pid has exited, without reaping it, so
-// that its process group id stays valid (the zombie still holds it) until
-// the caller has killed the group and then reaps with cmd.Wait.
-func waitExited(pid int) error {
-	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
-	var info [128]byte // siginfo_t
-	for {
-		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid),
-			uintptr(unsafe.Pointer(&info[0])), wEXITED|wNOWAIT, 0, 0)
-		if errno == syscall.EINTR {
-			continue
-		}
-		if errno != 0 {
-			return errno
-		}
-		return nil
-	}
-}

@@ -29,9 +29,8 @@ type session struct {
 	done    chan struct{} // closed once the reader and the waiter have ended
 	timer   *time.Timer   // the lifetime limit
 
-	proc   sync.Mutex // guards reaped, and makes killing and reaping exclusive
-	reaped bool
-	code   int // exit code; valid once exited is closed
+	group *confine.Group
+	code  int // exit code; valid once exited is closed
 
 	io          sync.Mutex // one write_stdin at a time
 	stdin       *os.File   // pipe write end, or the pty master
@@ -119,7 +118,7 @@ func start(policy *confine.Policy, sp spec, id, bufBytes int, lifetime time.Dura
 		s.stdin, s.output = inW, outR
 		childFiles = []*os.File{inR, outW}
 	}
-	err = confine.Start(cmd)
+	s.group, err = confine.StartGroup(cmd)
 	for _, f := range childFiles {
 		f.Close()
 	}
@@ -164,18 +163,12 @@ func (s *session) read() {
 	}
 }
 
-// wait waits for the leader to exit, kills the rest of its group (a
-// session ends with its leader, like the bash tool's commands), then reaps
-// it. The group is killed before the reap, while the zombie still holds
-// the group id, so the kill cannot reach a recycled one.
+// wait waits until the leader has exited, whatever it left in its group
+// has been killed (a session ends with its leader, like the bash tool's
+// commands) and it has been reaped.
 func (s *session) wait() {
-	_ = waitExited(s.cmd.Process.Pid)
-	s.proc.Lock()
-	_ = confine.KillGroup(s.cmd)
-	_ = s.cmd.Wait()
+	<-s.group.Done()
 	s.code = exitCode(s.cmd.ProcessState)
-	s.reaped = true
-	s.proc.Unlock()
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -194,15 +187,9 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// kill kills the session's whole process group unless the leader is
-// already reaped (its group was killed then).
-func (s *session) kill() {
-	s.proc.Lock()
-	defer s.proc.Unlock()
-	if !s.reaped {
-		_ = confine.KillGroup(s.cmd)
-	}
-}
+// kill kills the session's leader and every descendant, unless the leader
+// is already reaped (its group was killed then).
+func (s *session) kill() { s.group.Kill() }
 
 // hasExited reports whether the leader has exited.
 func (s *session) hasExited() bool {

@@ -88,7 +88,7 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	g, err := startGroup(cmd)
+	g, err := confine.StartGroup(cmd)
 	pw.Close()
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
@@ -107,10 +107,10 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	}
 	var stopped error
 	select {
-	case <-g.done:
+	case <-g.Done():
 	case <-ctx.Done():
-		g.kill()
-		<-g.done
+		g.Kill()
+		<-g.Done()
 		stopped = context.Cause(ctx)
 	}
 	_ = pr.SetReadDeadline(time.Now().Add(drainWait))
@@ -126,7 +126,7 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		}
 		return sandbox.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
 	}
-	code, err := exitCode(g.err)
+	code, err := exitCode(g.Err())
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("bash: %w", err)
 	}

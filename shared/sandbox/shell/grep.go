@@ -131,15 +131,15 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	}
 	defer stderrR.Close()
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
-	g, err := startGroup(cmd)
+	g, err := confine.StartGroup(cmd)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("grep: start %s: %w", argv[0], err)
 	}
 	defer func() {
-		g.kill() // a no-op once the search has ended
-		<-g.done
+		g.Kill() // a no-op once the search has ended
+		<-g.Done()
 	}()
 	var stderr bytes.Buffer
 	stderrDone := make(chan struct{})
@@ -155,16 +155,16 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		defer cancel()
 	}
 	stop := context.AfterFunc(ctx, func() {
-		g.kill()
+		g.Kill()
 		_ = stdoutR.SetReadDeadline(time.Now())
 	})
 	defer stop()
 
 	lines, cut, readErr := readResults(stdoutR, prefix, limit)
 	if cut || readErr != nil {
-		g.kill() // enough lines: the rest of the search is not wanted
+		g.Kill() // enough lines: the rest of the search is not wanted
 	}
-	<-g.done
+	<-g.Done()
 	_ = stderrR.SetReadDeadline(time.Now().Add(drainWait))
 	<-stderrDone
 
@@ -182,7 +182,7 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		return sandbox.Result{}, fmt.Errorf("grep: read output: %w", readErr)
 	}
 	if len(lines) == 0 {
-		code, _ := exitCode(g.err)
+		code, _ := exitCode(g.Err())
 		if msg := strings.TrimSpace(stderr.String()); code >= 2 && msg != "" {
 			return sandbox.Errorf("grep: %s", msg), nil
 		}
