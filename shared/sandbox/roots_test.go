@@ -145,3 +145,26 @@ func TestDecodeArgsSaysWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	n := func(v int) *int { return &v }
+	tests := []struct {
+		in      *int
+		want    int
+		wantErr string
+	}{
+		{nil, 100, ""},
+		{n(1), 1, ""},
+		{n(1000), 1000, ""},
+		{n(5000), 1000, ""},
+		{n(0), 0, "grep: max_results must be 1 or more, not 0"},
+		{n(-3), 0, "grep: max_results must be 1 or more, not -3"},
+	}
+	for _, tt := range tests {
+		got, res, ok := sandbox.Count("grep", "max_results", tt.in, 100, 1000)
+		if ok != (tt.wantErr == "") || got != tt.want || res.Output != tt.wantErr {
+			t.Errorf("Count(%v) = %d, %q, %v; want %d, %q", tt.in, got, res.Output, ok, tt.want, tt.wantErr)
+		}
+	}
+}

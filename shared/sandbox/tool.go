@@ -51,3 +51,16 @@ func DecodeArgs(tool string, args json.RawMessage, v any) (res Result, ok bool) 
 	}
 	return Result{}, true
 }
+
+// Count reads an optional count argument named arg of tool: def when it is
+// absent, most when larger (the spec's caps clamp, they do not refuse), and
+// an error result (ok false) when it is below 1.
+func Count(tool, arg string, v *int, def, most int) (n int, res Result, ok bool) {
+	if v == nil {
+		return def, Result{}, true
+	}
+	if *v < 1 {
+		return 0, Errorf("%s: %s must be 1 or more, not %d", tool, arg, *v), false
+	}
+	return min(*v, most), Result{}, true
+}

@@ -69,12 +69,9 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	if !ok {
 		return res, nil
 	}
-	limit := GlobDefaultResults
-	if args.MaxResults != nil {
-		if limit = *args.MaxResults; limit < 1 {
-			return sandbox.Errorf("glob: max_results must be 1 or more, not %d", limit), nil
-		}
-		limit = min(limit, GlobMaxResults)
+	limit, res, ok := sandbox.Count("glob", "max_results", args.MaxResults, GlobDefaultResults, GlobMaxResults)
+	if !ok {
+		return res, nil
 	}
 	shown := args.Path
 	if shown == "" {

@@ -73,17 +73,15 @@ func (t *Read) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	if args.Path == "" {
 		return sandbox.Errorf("read: path is required"), nil
 	}
-	offset, limit := 1, ReadDefaultLimit
+	offset := 1
 	if args.Offset != nil {
 		if offset = *args.Offset; offset < 1 {
 			return sandbox.Errorf("read: offset must be 1 or more (lines count from 1), not %d", offset), nil
 		}
 	}
-	if args.Limit != nil {
-		if limit = *args.Limit; limit < 1 {
-			return sandbox.Errorf("read: limit must be 1 or more, not %d", limit), nil
-		}
-		limit = min(limit, ReadMaxLimit)
+	limit, res, ok := sandbox.Count("read", "limit", args.Limit, ReadDefaultLimit, ReadMaxLimit)
+	if !ok {
+		return res, nil
 	}
 	rv, res, err := resolve(t.roots, "read", args.Path)
 	if rv == nil {

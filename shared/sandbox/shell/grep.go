@@ -93,12 +93,9 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	if strings.ContainsRune(args.Pattern+args.Glob, 0) {
 		return sandbox.Errorf("grep: pattern and glob must not contain a NUL character"), nil
 	}
-	limit := GrepDefaultResults
-	if args.MaxResults != nil {
-		if limit = *args.MaxResults; limit < 1 {
-			return sandbox.Errorf("grep: max_results must be 1 or more, not %d", limit), nil
-		}
-		limit = min(limit, GrepMaxResults)
+	limit, res, ok := sandbox.Count("grep", "max_results", args.MaxResults, GrepDefaultResults, GrepMaxResults)
+	if !ok {
+		return res, nil
 	}
 	shown := args.Path
 	if shown == "" {
