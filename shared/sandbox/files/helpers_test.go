@@ -1,14 +1,23 @@
 package files_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
+)
+
+// The shared helpers, under the names these tests use.
+var (
+	mkdir     = sandboxtest.Mkdir
+	write     = sandboxtest.Write
+	link      = sandboxtest.Link
+	run       = sandboxtest.Run
+	wantText  = sandboxtest.WantText
+	wantError = sandboxtest.WantError
 )
 
 // fixture is a set of roots under one base directory, with a secret file
@@ -21,10 +30,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	base := t.TempDir()
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := sandboxtest.Base(t)
 	f := &fixture{base: base, work: filepath.Join(base, "work"), data: filepath.Join(base, "data"), agent: filepath.Join(base, "agent")}
 	for _, d := range []string{f.work, f.data, f.agent} {
 		mkdir(t, d)
@@ -59,56 +65,6 @@ func (f *fixture) escapes() []string {
 		"sub/../../secret.txt",
 		"/root",
 		"/",
-	}
-}
-
-func mkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func write(t *testing.T, name, content string) {
-	t.Helper()
-	mkdir(t, filepath.Dir(name))
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func link(t *testing.T, target, name string) {
-	t.Helper()
-	if err := os.Symlink(target, name); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// run calls tool with args given as a Go value.
-func run(t *testing.T, tool sandbox.Tool, args any) sandbox.Result {
-	t.Helper()
-	raw, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := tool.Run(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("%s %s: Go error %v, want a result", tool.Name(), raw, err)
-	}
-	return res
-}
-
-func wantError(t *testing.T, res sandbox.Result, substr string) {
-	t.Helper()
-	if !res.IsError || !strings.Contains(res.Output, substr) {
-		t.Fatalf("got %q (is_error=%v), want an error result containing %q", res.Output, res.IsError, substr)
-	}
-}
-
-func wantText(t *testing.T, res sandbox.Result, want string) {
-	t.Helper()
-	if res.IsError || res.Output != want {
-		t.Fatalf("got %q (is_error=%v)\nwant %q", res.Output, res.IsError, want)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 )
 
@@ -50,12 +51,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.Base(t)
 	f := &fixture{base: base, work: filepath.Join(base, "work"), data: filepath.Join(base, "data"), secret: filepath.Join(base, "secret.txt")}
 	for _, d := range []string{f.work, f.data} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

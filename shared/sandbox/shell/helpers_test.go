@@ -1,7 +1,6 @@
 package shell_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +10,16 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
+)
+
+// The shared helpers, under the names these tests use.
+var (
+	mkdir     = sandboxtest.Mkdir
+	write     = sandboxtest.Write
+	run       = sandboxtest.Run
+	wantText  = sandboxtest.WantText
+	wantError = sandboxtest.WantError
 )
 
 // fixture is a workdir and a data root under one base directory, with a
@@ -26,13 +35,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	base := t.TempDir()
-	// t.TempDir's parent is 0700: open both to the confined uid.
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	base := sandboxtest.Base(t)
 	f := &fixture{base: base, work: filepath.Join(base, "work"), data: filepath.Join(base, "data")}
 	mkdir(t, f.work)
 	mkdir(t, f.data)
@@ -48,48 +51,6 @@ func newFixture(t *testing.T) *fixture {
 	f.roots = roots
 	f.policy = &confine.Policy{ReadOnly: roots.ReadOnlyPaths(), Writable: roots.WritablePaths()}
 	return f
-}
-
-func mkdir(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func write(t *testing.T, name, content string) {
-	t.Helper()
-	mkdir(t, filepath.Dir(name))
-	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func run(t *testing.T, tool sandbox.Tool, args any) sandbox.Result {
-	t.Helper()
-	raw, err := json.Marshal(args)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := tool.Run(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("%s %s: Go error %v, want a result", tool.Name(), raw, err)
-	}
-	return res
-}
-
-func wantText(t *testing.T, res sandbox.Result, want string) {
-	t.Helper()
-	if res.IsError || res.Output != want {
-		t.Fatalf("got %q (is_error=%v)\nwant %q", res.Output, res.IsError, want)
-	}
-}
-
-func wantError(t *testing.T, res sandbox.Result, substr string) {
-	t.Helper()
-	if !res.IsError || !strings.Contains(res.Output, substr) {
-		t.Fatalf("got %q (is_error=%v), want an error result containing %q", res.Output, res.IsError, substr)
-	}
 }
 
 // alive reports whether pid is a live process (a zombie, killed but not yet
