@@ -64,6 +64,7 @@ var (
 
 	// Definitions.
 	DefinitionInvalid = Code{"UZ-DEF-400", http.StatusBadRequest, "the Definition is not valid"}
+	ScopeMissing      = Code{"UZ-KEY-403", http.StatusForbidden, "the API key lacks a scope the Definition's tools need"}
 	RevisionNotFound  = Code{"UZ-DEF-404", http.StatusNotFound, "no such Definition revision"}
 
 	// Requests: an argument the caller can fix (wrap with New to say which).

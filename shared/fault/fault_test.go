@@ -42,7 +42,7 @@ func TestIDsAreUnique(t *testing.T) {
 		fault.SchedNotFound, fault.FleetPaused, fault.FleetNotFound, fault.FleetExists, fault.RunNoThread,
 		fault.RunMessageCap, fault.RunNotFound, fault.RunBadTransition, fault.RunLeaseHeld, fault.RunBudgetSpent,
 		fault.ChildCapReached, fault.ChildToolNotHeld, fault.ChildNotFound, fault.ChildDepth, fault.DefinitionInvalid,
-		fault.RevisionNotFound, fault.RequestInvalid}
+		fault.RevisionNotFound, fault.RequestInvalid, fault.ScopeMissing}
 	seen := map[string]bool{}
 	for _, c := range all {
 		if seen[c.ID()] {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
 )
 
 // Location says which part of agentsfleet executes a tool.
@@ -201,6 +203,9 @@ func (e *ScopeError) Error() string {
 	}
 	return "the API key lacks " + strings.Join(parts, "; and ")
 }
+
+// Unwrap returns fault.ScopeMissing, so the API maps the error to 403.
+func (e *ScopeError) Unwrap() error { return fault.ScopeMissing }
 
 // CheckScopes reports whether a key carrying the granted scopes may apply d.
 // It returns nil when every tool's scope is granted, else a *ScopeError

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 )
 
@@ -155,6 +156,9 @@ func TestCheckScopes(t *testing.T) {
 	var se *fleet.ScopeError
 	if !errors.As(err, &se) {
 		t.Fatalf("got %v, want a *ScopeError", err)
+	}
+	if !errors.Is(err, fault.ScopeMissing) {
+		t.Fatalf("errors.Is(%v, fault.ScopeMissing) = false, want true", err)
 	}
 	want := []fleet.MissingScope{
 		{Scope: "tools:control", Tools: []string{"message", "update_plan"}},
