@@ -643,31 +643,7 @@ func TestKillGroupReachesGrandchildThatLeftTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := startLines(t, cmd, work)
-	expectLine(t, sc, "ready")
-	b, err := os.ReadFile(filepath.Join(work, "gc.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gc, _ := strconv.Atoi(string(b))
-	root := cmd.Process.Pid
-	st, ok := readStat(gc)
-	if !ok {
-		t.Fatalf("grandchild %d is gone before KillGroup", gc)
-	}
-	// Without the subreaper the grandchild would belong to init, and
-	// without the tree walk a group or session kill would miss it.
-	if st.ppid != root {
-		t.Errorf("grandchild's parent is %d, want the command (%d), its subreaper", st.ppid, root)
-	}
-	if st.sid == root || st.pgrp == root {
-		t.Fatalf("grandchild still in the command's session/group (sid %d, pgrp %d): the test proves nothing", st.sid, st.pgrp)
-	}
-	if err := KillGroup(cmd); err != nil {
-		t.Fatal(err)
-	}
-	waitExit(t, cmd)
-	waitGone(t, gc, "the grandchild that left the session")
+	checkEscapedGrandchildKilled(t, cmd, startLines(t, cmd, work), work)
 }
 
 func TestKillGroupAfterTheCommandExited(t *testing.T) {
@@ -879,4 +855,36 @@ func TestControllingTerminal(t *testing.T) {
 	if !strings.HasPrefix(got, "33 101\n/dev/pts/") {
 		t.Fatalf("got %q, want the terminal's size then its name", got)
 	}
+}
+
+// checkEscapedGrandchildKilled takes a command that printed "ready" on sc
+// after starting a grandchild that left its session (pid in work/gc.pid),
+// checks the grandchild really escaped its session and group but stayed in
+// the command's tree, and that KillGroup kills it.
+func checkEscapedGrandchildKilled(t *testing.T, cmd *exec.Cmd, sc *bufio.Scanner, work string) {
+	t.Helper()
+	expectLine(t, sc, "ready")
+	b, err := os.ReadFile(filepath.Join(work, "gc.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, _ := strconv.Atoi(string(b))
+	root := cmd.Process.Pid
+	st, ok := readStat(gc)
+	if !ok {
+		t.Fatalf("grandchild %d is gone before KillGroup", gc)
+	}
+	// Without the subreaper the grandchild would belong to init, and
+	// without the tree walk a group or session kill would miss it.
+	if st.ppid != root {
+		t.Errorf("grandchild's parent is %d, want the command (%d), its subreaper", st.ppid, root)
+	}
+	if st.sid == root || st.pgrp == root {
+		t.Fatalf("grandchild still in the command's session/group (sid %d, pgrp %d): the test proves nothing", st.sid, st.pgrp)
+	}
+	if err := KillGroup(cmd); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, cmd)
+	waitGone(t, gc, "the grandchild that left the session")
 }

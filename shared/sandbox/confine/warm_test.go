@@ -165,29 +165,7 @@ func TestWarmKillGroupReachesGrandchildThatLeftTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Dir = work
-	sc := bufio.NewScanner(startWarmed(t, p, cmd))
-	expectLine(t, sc, "ready")
-	b, err := os.ReadFile(filepath.Join(work, "gc.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gc, _ := strconv.Atoi(string(b))
-	root := cmd.Process.Pid
-	st, ok := readStat(gc)
-	if !ok {
-		t.Fatalf("grandchild %d is gone before KillGroup", gc)
-	}
-	if st.ppid != root {
-		t.Errorf("grandchild's parent is %d, want the command (%d), its subreaper", st.ppid, root)
-	}
-	if st.sid == root || st.pgrp == root {
-		t.Fatalf("grandchild still in the command's session/group (sid %d, pgrp %d): the test proves nothing", st.sid, st.pgrp)
-	}
-	if err := KillGroup(cmd); err != nil {
-		t.Fatal(err)
-	}
-	waitExit(t, cmd)
-	waitGone(t, gc, "the grandchild that left the session")
+	checkEscapedGrandchildKilled(t, cmd, bufio.NewScanner(startWarmed(t, p, cmd)), work)
 }
 
 func TestWarmControllingTerminal(t *testing.T) {
