@@ -58,7 +58,7 @@ func (r route) checkURL(u *url.URL) error {
 	if err != nil {
 		return &egress.RefusedError{Reason: err.Error()}
 	}
-	if r.listed && !listAllows(r.hosts, host) {
+	if r.listed && (r.hosts == nil || !r.hosts.Allows(host)) {
 		return &egress.RefusedError{Reason: fmt.Sprintf("host %s is not in the fleet's network host list", host)}
 	}
 	return nil

@@ -839,11 +839,18 @@ func TestControllingTerminal(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	checkTerminalOutput(t, cmd, master, slave)
+}
+
+// checkTerminalOutput waits for a started `stty size < /dev/tty; tty` on
+// slave and checks it saw the terminal's size and name through master.
+func checkTerminalOutput(t *testing.T, cmd *exec.Cmd, master, slave *os.File) {
+	t.Helper()
 	slave.Close()
 	var out bytes.Buffer
 	done := make(chan struct{})
 	go func() { io.Copy(&out, master); close(done) }()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

@@ -2,7 +2,6 @@ package confine
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -183,22 +182,7 @@ func TestWarmControllingTerminal(t *testing.T) {
 	cmd.SysProcAttr.Setctty = true
 	cmd.SysProcAttr.Ctty = 0
 	startWarmed(t, p, cmd)
-	slave.Close()
-	var out bytes.Buffer
-	done := make(chan struct{})
-	go func() { io.Copy(&out, master); close(done) }()
-	err = cmd.Wait()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-	}
-	if err != nil {
-		t.Fatalf("sh on a terminal: %v, output %q", err, out.String())
-	}
-	got := strings.ReplaceAll(out.String(), "\r", "")
-	if !strings.HasPrefix(got, "33 101\n/dev/pts/") {
-		t.Fatalf("got %q, want the terminal's size then its name", got)
-	}
+	checkTerminalOutput(t, cmd, master, slave)
 }
 
 // A command Start cannot hand a warm trampoline still starts, cold.
