@@ -23,17 +23,27 @@ $(MOTO): localstack/requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt
 	touch $@
 
-## tools: system tools the tests use (ripgrep). Installs with apt-get when root.
+## tools: system tools the build and tests use: a C compiler and static libc
+## (sandboxd's confinement trampoline is C, built through cgo) and ripgrep.
+## Installs them with apt-get when root.
+APT_INSTALL := apt-get install -y -qq --no-install-recommends
 tools:
+	@if ! command -v cc >/dev/null 2>&1 || ! echo 'int main(void){return 0;}' | cc -static -x c -o /dev/null - >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing gcc and libc6-dev"; \
+	    ($(APT_INSTALL) gcc libc6-dev >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) gcc libc6-dev; }); \
+	  else echo "error: a C compiler with static libc is needed (apt-get install gcc libc6-dev)"; exit 1; fi; fi
 	@command -v rg >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing ripgrep"; \
-	    (apt-get install -y -qq ripgrep >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq ripgrep; }); \
+	    ($(APT_INSTALL) ripgrep >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) ripgrep; }); \
 	  else echo "warning: rg (ripgrep) not found; grep tests use grep -rnE and rg comparisons skip"; fi; }
 
-## build: every binary for this machine into bin/.
-build:
-	$(GO) build -o $(BIN)/ ./functions/... ./sandboximage/... ./cmd/...
+## build: every binary for this machine into bin/ (sandboxd as the image
+## builds it: static, see sandboximage.BuildFlags).
+build: tools
+	$(GO) build -o $(BIN)/ ./functions/... ./cmd/...
+	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo -ldflags "-s -w -linkmode external -extldflags -static" -o $(BIN)/ ./sandboximage/...
 
 ## lambdas: Lambda binaries for provided.al2023 on arm64.
 lambdas:

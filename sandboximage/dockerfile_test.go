@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,14 +104,16 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 	if builtTo == "" {
 		t.Fatal("the builder does not go build ./sandboximage/sandboxd with -o")
 	}
-	if !strings.Contains(strings.Join(find(build, "RUN"), " "), "CGO_ENABLED=0") {
-		t.Error("sandboxd is not built static (CGO_ENABLED=0) for the slim image")
+	wantFlags := shellFlags("=")
+	runs := strings.Join(find(build, "RUN"), " ")
+	if !strings.Contains(runs, "CGO_ENABLED=1") || !strings.Contains(runs, "go build "+wantFlags+" -o") {
+		t.Errorf("sandboxd is not built with CGO_ENABLED=1 and go build %s (sandboximage.BuildFlags): %q", wantFlags, runs)
 	}
 
 	if !regexp.MustCompile(`^debian:(trixie|bookworm)-slim$`).MatchString(final[0].args) {
 		t.Errorf("runtime FROM %q, want debian:trixie-slim or bookworm-slim", final[0].args)
 	}
-	runs := strings.Join(find(final, "RUN"), "\n")
+	runs = strings.Join(find(final, "RUN"), "\n")
 	installed := regexp.MustCompile(`apt-get install[^&]*`).FindString(runs)
 	for _, pkg := range []string{"bash", "coreutils", "git", "ripgrep", "python3", "ca-certificates", "tini"} {
 		if !slices.Contains(strings.Fields(installed), pkg) {
@@ -196,5 +199,30 @@ func TestBuildNamesTheBinarySandboxd(t *testing.T) {
 	call := exec.Command(bin, "call", "--workdir", work, "list", "{}")
 	if b, err := call.CombinedOutput(); err != nil || string(b) != "x.txt" {
 		t.Fatalf("sandboxd call list = %q, %v; want x.txt", b, err)
+	}
+}
+
+// shellFlags is sandboximage.BuildFlags as a shell line, the -ldflags value
+// quoted and joined to its flag by sep ("=" or " ").
+func shellFlags(sep string) string {
+	flags := slices.Clone(sandboximage.BuildFlags)
+	for i := range flags {
+		if i > 0 && flags[i-1] == "-ldflags" {
+			flags[i] = strconv.Quote(flags[i])
+		}
+	}
+	return strings.ReplaceAll(strings.Join(flags, " "), "-ldflags \"", "-ldflags"+sep+"\"")
+}
+
+// TestMakefileBuildsSandboxdAsTheImage: bin/sandboxd, which make dev and
+// make bench use, is built like the image's.
+func TestMakefileBuildsSandboxdAsTheImage(t *testing.T) {
+	b, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CGO_ENABLED=1 $(GO) build " + shellFlags(" ") + " -o $(BIN)/ ./sandboximage/..."
+	if !strings.Contains(string(b), want) {
+		t.Errorf("the Makefile does not build sandboxd with\n%s", want)
 	}
 }

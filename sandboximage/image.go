@@ -32,6 +32,15 @@ const (
 	WorkspaceDir = "/workspace"
 )
 
+// BuildFlags are the go build flags of sandboxd, with CGO_ENABLED=1: the
+// confinement trampoline is C (shared/sandbox/confine/trampoline.c). The
+// binary is linked static, so that a confined command does not pay for the
+// dynamic loader at every start and the runtime image needs no matching
+// libc; netgo and osusergo keep the resolver and user lookups in Go, which
+// a static glibc cannot do.
+var BuildFlags = []string{"-trimpath", "-tags", "netgo,osusergo",
+	"-ldflags", "-s -w -linkmode external -extldflags -static"}
+
 // ListenAddr is the address sandboxd serve listens on in the image.
 var ListenAddr = ":" + strconv.Itoa(Port)
 

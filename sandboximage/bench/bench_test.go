@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/sandboximage"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
@@ -136,11 +137,11 @@ func sandboxdBinary(b *testing.B) string {
 	if err != nil {
 		b.Skip("no go tool to build sandboxd")
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/agentsfleet/agentsfleet/sandboximage/sandboxd")
-	// As the Dockerfile builds it: stripped, static, without cgo. A cgo build links
-	// libc dynamically, which adds about half a millisecond to every start
-	// of the binary, and so to every confined command (the trampoline).
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// As the Dockerfile builds it (sandboximage.BuildFlags): stripped and
+	// static. A dynamic build costs the trampoline a run of the dynamic
+	// loader at every confined command.
+	cmd := exec.Command(goBin, append(append([]string{"build"}, sandboximage.BuildFlags...), "-o", bin, "github.com/agentsfleet/agentsfleet/sandboximage/sandboxd")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("build sandboxd: %v\n%s", err, out)
 	}

@@ -2,7 +2,6 @@ package confine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,12 +93,6 @@ const (
 	trampolineArg0 = "agentsfleet-confine"
 	policyEnv      = "AGENTSFLEET_CONFINE_POLICY"
 	selfExe        = "/proc/self/exe"
-	// trampolineProcs leads the trampoline's environment: one P starts
-	// fewer runtime threads (a quarter of a millisecond). The trampoline
-	// removes it, so the program gets the environment it was given; a
-	// GOMAXPROCS the caller adds replaces it (os/exec keeps the last of a
-	// name) and reaches the program.
-	trampolineProcs = "GOMAXPROCS=1"
 )
 
 // Command returns a command that runs name with args under p. name is looked
@@ -152,35 +145,28 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 	warnOnce.Do(warnWithoutLandlock)
 
 	w := wirePolicy{
-		Limits:     p.Limits.withDefaults(),
-		Landlock:   LandlockABI() > 0 && !p.noLandlock,
-		NoLandlock: p.noLandlock,
-		NoSeccomp:  p.noSeccomp,
-		Guard:      currentGuard(),
+		Limits:   p.Limits,
+		Landlock: LandlockABI() > 0 && !p.noLandlock,
+		Seccomp:  !p.noSeccomp,
 	}
 	if os.Geteuid() == 0 {
 		w.UID, w.GID = ids(p.UID, p.GID)
 	}
 	var err error
-	if !w.NoSeccomp {
-		if w.Seccomp, err = compiledFilter(w.Guard); err != nil {
-			return fmt.Errorf("confine: %w", err)
-		}
-	}
 	if w.ReadOnly, err = absPaths(p.ReadOnly); err != nil {
 		return err
 	}
 	if w.Writable, err = absPaths(p.Writable); err != nil {
 		return err
 	}
-	enc, err := json.Marshal(w)
+	enc, err := withGuard(w.key())
 	if err != nil {
-		return fmt.Errorf("confine: encode policy: %w", err)
+		return fmt.Errorf("confine: %w", err)
 	}
 
 	env := append(BaseEnv(), Scrub(p.Env)...)
 	cmd.Args = append([]string{trampolineArg0, name}, args...)
-	cmd.Env = append(append([]string{trampolineProcs}, env...), policyEnv+"="+string(enc))
+	cmd.Env = append(env, policyEnv+"="+enc)
 	if lookErr := precheck(name, env); lookErr != nil {
 		cmd.Err = lookErr
 	}
@@ -267,8 +253,8 @@ func BaseEnv() []string {
 // Scrub returns env without the variables that must never reach a confined
 // process: AWS_*, ECS_*, SANDBOXD_*, and anything whose name contains TOKEN,
 // SECRET or PASSWORD or ends in _KEY (case-insensitive). The trampoline
-// applies it again to the final environment, so a variable a caller appends
-// to cmd.Env is scrubbed too.
+// applies it again to the final environment (comparing ASCII letters
+// without case), so a variable a caller appends to cmd.Env is scrubbed too.
 func Scrub(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -184,9 +186,27 @@ func TestReplacedEnvironmentFailsClosed(t *testing.T) {
 	}{
 		{"replaced", func([]string) []string { return []string{"PATH=/usr/bin:/bin"} }, "is not set"},
 		{"corrupted", func(env []string) []string { return append(env, policyEnv+"={nope") }, "decode policy"},
+		// Every edit of a valid policy that loses a protection must stop
+		// the trampoline, not weaken it.
+		{"no filter", editPolicy("bpf ", drop), "no seccomp filter"},
+		{"odd filter", editPolicy("bpf ", func(l string) string { return l[:len(l)-3] + "\n" }), "bad bpf line"},
+		{"no address-space limit", editPolicy("as ", drop), "no address-space limit"},
+		{"unknown setting", editPolicy("seccomp", func(string) string { return "seccomp-off\n" }), "unknown line"},
+		{"relative rule", editPolicy("rule ", func(l string) string {
+			access, _, _ := strings.Cut(strings.TrimPrefix(l, "rule "), " ")
+			return "rule " + access + " " + hex.EncodeToString([]byte("tmp")) + "\n"
+		}), "bad rule path"},
+		// One instruction that jumps past the end: the kernel refuses the
+		// program.
+		{"bad filter program", editPolicy("bpf ", func(string) string {
+			return "bpf " + hex.EncodeToString([]byte{0x05, 0, 0, 0, 9, 0, 0, 0}) + "\n"
+		}), "seccomp(SECCOMP_SET_MODE_FILTER)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.name == "relative rule" {
+				requireLandlock(t)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			cmd, err := (&Policy{}).CommandContext(ctx, "sh", "-c", "echo ran unconfined")
@@ -204,6 +224,31 @@ func TestReplacedEnvironmentFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// editPolicy returns an environment edit that replaces each line of the
+// encoded policy that starts with prefix by f(line).
+func editPolicy(prefix string, f func(line string) string) func([]string) []string {
+	return func(env []string) []string {
+		out := slices.Clone(env)
+		for i, kv := range out {
+			enc, ok := strings.CutPrefix(kv, policyEnv+"=")
+			if !ok {
+				continue
+			}
+			var b strings.Builder
+			for line := range strings.Lines(enc) {
+				if strings.HasPrefix(line, prefix) {
+					line = f(line)
+				}
+				b.WriteString(line)
+			}
+			out[i] = policyEnv + "=" + b.String()
+		}
+		return out
+	}
+}
+
+func drop(string) string { return "" }
 
 func TestCommandNotFound(t *testing.T) {
 	t.Parallel()

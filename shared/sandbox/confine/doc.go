@@ -6,50 +6,52 @@
 // Go's os/exec cannot run code between fork and exec, so [Policy.Command]
 // returns a command that re-executes the current binary (/proc/self/exe) with
 // argv[0] "agentsfleet-confine" and the encoded policy in the environment
-// variable AGENTSFLEET_CONFINE_POLICY. This package's init function
-// recognises that argv[0], removes the variable, and on the main OS thread
-// (locked), in this order:
+// variable AGENTSFLEET_CONFINE_POLICY. The trampoline that reads them is C
+// (trampoline.c), an ELF constructor that runs when the binary starts,
+// before the Go runtime: the process is single-threaded and a confined
+// command costs one exec of the binary and a few dozen system calls, not a
+// Go runtime start. (This is why the package needs cgo: sandboxd is built
+// with CGO_ENABLED=1, static; see sandboximage.BuildFlags.) Everything that
+// takes judgement (which rights on which paths, the seccomp program) is
+// decided by sandboxd in Go; the trampoline removes the variable and, in
+// this order:
 //
 //  1. when sandboxd is root, drops to the policy's uid and gid ([NobodyID]
 //     by default) with no supplementary groups, after the child has
-//     entered cmd.Dir (this thread only, like steps 4 to 6), and re-arms
-//     the parent-death signal;
-//  2. sets the rlimits (processes, file size, open files, CPU seconds; core
+//     entered cmd.Dir, re-arms the parent-death signal and checks that
+//     sandboxd still lives and that the uid may use the directory;
+//  2. looks the program up in the final PATH, as the confined uid;
+//  3. sets the rlimits (processes, file size, open files, CPU seconds; core
 //     dumps off);
-//  3. makes the process a child subreaper, so that descendants whose parent
+//  4. makes the process a child subreaper, so that descendants whose parent
 //     dies are re-parented to it rather than to init (see [KillGroup]);
-//  4. sets no_new_privs;
-//  5. enforces Landlock, when the kernel has it, at the best ABI it offers
-//     (up to V11);
-//  6. loads the seccomp filter, which sandboxd compiled (this thread only:
-//     the exec below leaves no other thread);
-//  7. sets RLIMIT_AS, last, because the trampoline's own Go runtime already
-//     maps more than a small limit allows, and execs the target with its
-//     environment scrubbed once more ([Scrub]).
+//  5. sets no_new_privs;
+//  6. enforces Landlock, when the kernel has it, at the best ABI it offers
+//     (up to 11);
+//  7. loads the seccomp filter, which sandboxd compiled;
+//  8. sets RLIMIT_AS, last, and execs the target with its environment
+//     scrubbed once more ([Scrub], comparing ASCII letters without case).
 //
 // If any step fails it writes one line to stderr, starting with
 // "agentsfleet-confine:", and exits with [ExitConfineFailure]; it never runs
 // the target unconfined. A target that cannot be executed exits 127 (not
 // found) or 126, as a shell would.
 //
-// Because the trampoline lives in init, every binary that imports confine
-// works without extra wiring: sandboxd, and the test binary of every package
-// that imports it (directly or not). Package inits that Go orders before
-// confine's also run in the trampoline; they must not start work that
-// matters. The child is started with Setsid (its own session and process
-// group) and Pdeathsig SIGKILL (it dies with the sandboxd thread that
-// started it). A confined command costs one more exec of the sandboxd binary
-// than a bare one: a Go runtime start, a few milliseconds (BenchmarkSpawn
-// reports the ratio).
+// Because the trampoline is part of the package, every binary that imports
+// confine works without extra wiring: sandboxd, and the test binary of every
+// package that imports it (directly or not). The child is started with
+// Setsid (its own session and process group) and Pdeathsig SIGKILL (it dies
+// with the sandboxd thread that started it). BenchmarkSpawn reports what a
+// confined command costs against a bare one.
 //
 // [Start] hides most of that cost: it hands the command to a warm
 // trampoline, one started and confined ahead of time for the same policy
-// (steps 1 to 6; the directory is entered through a descriptor sandboxd
-// opened, the stdio descriptors arrive over a socket), which then takes
-// step 7 and becomes the command. The process, its session, its subreaper
-// and KillGroup are as above; the differences are in warm.go. Commands it
-// cannot hand over (other stdio than files, ExtraFiles, a context) start
-// cold, as with cmd.Start.
+// (steps 1 and 3 to 7; the directory is entered through a descriptor
+// sandboxd opened, the stdio descriptors arrive over a socket), which then
+// takes steps 2 and 8 and becomes the command. The process, its session, its
+// subreaper and KillGroup are as above; the differences are in warm.go.
+// Commands it cannot hand over (other stdio than files, ExtraFiles, a
+// context) start cold, as with cmd.Start.
 //
 // sandboxd calls [SetNonDumpable] first thing at start, and [PrepareRoots]
 // on its writable roots when it runs as root.

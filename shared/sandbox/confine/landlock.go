@@ -1,14 +1,9 @@
 package confine
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"sync"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 )
@@ -41,92 +36,82 @@ var readOnlyExtra = []string{
 // roots.
 var writableExtra = []string{"/tmp", "/dev/shm"}
 
-// Device files every confined process may read and write; the terminals
-// also take ioctls (Landlock ABI 5 and later refuse device ioctls unless
-// granted).
+// Device files every confined process may read and write.
 var (
 	devices   = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 	terminals = []string{"/dev/tty", "/dev/ptmx", "/dev/pts"}
 )
 
-// restrictFiles enforces the Landlock part of p on the calling thread, which
-// must have no_new_privs set. Scoped IPC: abstract UNIX sockets outside the
-// domain are refused; signals are not scoped, so that one command can stop
-// a server another one started (the seccomp filter guards sandboxd).
-func restrictFiles(p *wirePolicy) error {
-	abi := LandlockABI()
-	if p.NoLandlock {
-		return nil
+// landlockHandled returns the access rights the ruleset handles at abi
+// (every file-system right it knows, up to ABI 11, the newest go-landlock
+// knows) and the IPC it scopes: abstract UNIX sockets outside the domain
+// are refused; signals are not scoped, so that one command can stop a
+// server another one started (the seccomp filter guards sandboxd).
+func landlockHandled(abi int) (handled, scoped uint64) {
+	bits := 0
+	switch {
+	case abi >= 9:
+		bits = 17
+	case abi >= 5:
+		bits = 16
+	case abi >= 3:
+		bits = 15
+	case abi == 2:
+		bits = 14
+	case abi == 1:
+		bits = 13
 	}
-	if abi == 0 {
-		if p.Landlock {
-			return errors.New("landlock: sandboxd saw Landlock but this process cannot use it")
-		}
-		return nil
+	handled = 1<<bits - 1
+	if abi >= 6 {
+		scoped = ll.ScopeAbstractUnixSocket
 	}
-	cfg := landlock.Config{
-		HandledAccessFS: landlock.V11.HandledAccessFS,
-		Scoped:          landlock.ScopedSet(ll.ScopeAbstractUnixSocket),
-	}.BestEffort()
-	fd, flags, err := cfg.NewRulesetFD(landlockRules(p, abi)...)
-	if err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	if fd < 0 {
-		return nil // nothing the kernel can enforce (cannot happen with abi > 0)
-	}
-	defer unix.Close(fd)
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
-	}
-	return nil
+	return handled, scoped
 }
 
-// landlockRules turns p into rules. A path that does not exist, or that the
-// process cannot open, is left out: that only takes access away.
-func landlockRules(p *wirePolicy, abi int) []landlock.Rule {
-	var rules []landlock.Rule
-	add := func(paths []string, dirs, files func(...string) landlock.FSRule, decorate func(landlock.FSRule) landlock.FSRule) {
-		var ds, fs []string
-		for _, path := range paths {
-			fi, err := os.Stat(path)
-			if err != nil {
-				continue
-			}
-			fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-			if err != nil {
-				continue
-			}
-			unix.Close(fd)
-			if fi.IsDir() {
-				ds = append(ds, path)
-			} else {
-				fs = append(fs, path)
-			}
-		}
-		if len(ds) > 0 {
-			rules = append(rules, decorate(dirs(ds...)))
-		}
-		if len(fs) > 0 {
-			rules = append(rules, decorate(files(fs...)))
-		}
-	}
-	plain := func(r landlock.FSRule) landlock.FSRule { return r }
-	writable := func(r landlock.FSRule) landlock.FSRule {
-		// Refer lets mv and git move files between directories of the
-		// writable roots. Asking for it below ABI 2 would turn best effort
-		// into no Landlock at all, so it is only asked for from ABI 2.
-		if abi >= 2 {
-			r = r.WithRefer()
-		}
-		return r.WithResolveUnix()
-	}
-	tty := func(r landlock.FSRule) landlock.FSRule { return r.WithIoctlDev() }
+// The rights of go-landlock's RODirs and RWDirs; the trampoline keeps only
+// the file rights on a path that is not a directory, as ROFiles and RWFiles
+// do.
+const (
+	accessRead  = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	accessWrite = ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeChar |
+		ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo |
+		ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSTruncate
+	accessFile = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate
+)
 
-	ro := append(append(append([]string{}, sandbox.SystemDirs...), readOnlyExtra...), p.ReadOnly...)
-	add(ro, landlock.RODirs, landlock.ROFiles, plain)
-	add(append(append([]string{}, writableExtra...), p.Writable...), landlock.RWDirs, landlock.RWFiles, writable)
-	add(devices, landlock.RWFiles, landlock.RWFiles, plain)
-	add(terminals, landlock.RWFiles, landlock.RWFiles, tty)
+// llRule grants access beneath path.
+type llRule struct {
+	access uint64
+	path   string
+}
+
+// landlockRules turns p into rules for abi. The trampoline leaves out a path
+// that does not exist or that it cannot open: that only takes access away.
+func landlockRules(p *wirePolicy, abi int) []llRule {
+	handled, _ := landlockHandled(abi)
+	var rules []llRule
+	add := func(paths []string, access uint64) {
+		for _, path := range paths {
+			if access&handled != 0 {
+				rules = append(rules, llRule{access & handled, path})
+			}
+		}
+	}
+	// Refer lets mv and git move files between directories of the writable
+	// roots; resolving UNIX sockets (ABI 9) lets commands reach servers
+	// that other commands started there.
+	writable := uint64(accessRead | accessWrite | ll.AccessFSResolveUnix)
+	if abi >= 2 {
+		writable |= ll.AccessFSRefer
+	}
+	add(sandbox.SystemDirs, accessRead)
+	add(readOnlyExtra, accessRead)
+	add(p.ReadOnly, accessRead)
+	add(writableExtra, writable)
+	add(p.Writable, writable)
+	add(devices, accessFile&(accessRead|accessWrite))
+	// Terminals also take ioctls: Landlock ABI 5 and later refuse device
+	// ioctls unless granted.
+	add(terminals, accessFile&(accessRead|accessWrite)|ll.AccessFSIoctlDev)
 	return rules
 }

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -359,26 +358,3 @@ var filterCache = struct {
 	sync.Mutex
 	progs map[string][]byte
 }{progs: map[string][]byte{}}
-
-// loadSeccomp loads prog, from compiledFilter, on the calling thread only;
-// the exec that follows leaves no other thread. no_new_privs must be set.
-func loadSeccomp(prog []byte) error {
-	if len(prog) == 0 || len(prog)%8 != 0 || len(prog)/8 > unix.BPF_MAXINSNS {
-		return fmt.Errorf("seccomp: malformed filter of %d bytes", len(prog))
-	}
-	filter := make([]unix.SockFilter, len(prog)/8)
-	for i := range filter {
-		b := prog[8*i:]
-		filter[i] = unix.SockFilter{
-			Code: binary.NativeEndian.Uint16(b),
-			Jt:   b[2],
-			Jf:   b[3],
-			K:    binary.NativeEndian.Uint32(b[4:]),
-		}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
-	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog))); errno != 0 {
-		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)
-	}
-	return nil
-}

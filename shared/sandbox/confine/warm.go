@@ -1,7 +1,7 @@
 package confine
 
 import (
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,9 +21,10 @@ import (
 
 // Warm trampolines.
 //
-// Most of the cost of a confined command is the trampoline's start: a Go
-// runtime booting the whole sandboxd binary (about 3 ms here, where the
-// command itself may take 1). Start hides it: for each policy it keeps a
+// A cold confined command pays for one more exec (of sandboxd, whose
+// trampoline then confines the process) than a bare one, about half a
+// millisecond here, where `sh -c true` takes one. Start hides it: for each
+// policy it keeps a
 // few trampolines started ahead of time, already confined (uid, rlimits,
 // subreaper, no_new_privs, Landlock, seccomp), each waiting on a socket for
 // the one command it will become: argv, environment, directory and the
@@ -40,17 +41,36 @@ import (
 
 const (
 	warmArg0 = "agentsfleet-confine-warm"
-	warmFD   = 3 // the socket, in the warm trampoline
 	warmIdle = 2 // warm trampolines kept per policy
 	maxReq   = 1 << 20
 )
 
 // warmRequest is what Start sends a warm trampoline.
 type warmRequest struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir,omitempty"`
-	TTY  bool     `json:"tty,omitempty"` // stdin becomes the controlling terminal
+	Argv []string
+	Env  []string
+	Dir  string
+	TTY  bool // stdin becomes the controlling terminal
+}
+
+// encode writes r as trampoline.c reads it: a flags byte (1: TTY), the
+// number of arguments and of variables (uint32, native byte order), then
+// the directory, the arguments and the variables, each ending in NUL.
+func (r warmRequest) encode() ([]byte, bool) {
+	var flags byte
+	if r.TTY {
+		flags = 1
+	}
+	msg := []byte{flags}
+	msg = binary.NativeEndian.AppendUint32(msg, uint32(len(r.Argv)))
+	msg = binary.NativeEndian.AppendUint32(msg, uint32(len(r.Env)))
+	for _, s := range append(append([]string{r.Dir}, r.Argv...), r.Env...) {
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, false
+		}
+		msg = append(append(msg, s...), 0)
+	}
+	return msg, len(msg) <= maxReq
 }
 
 // Start starts cmd, which must come from Command, as cmd.Start would, but
@@ -65,8 +85,8 @@ func Start(cmd *exec.Cmd) error {
 	if !ok {
 		return cmd.Start()
 	}
-	msg, err := json.Marshal(req)
-	if err != nil || len(msg) > maxReq {
+	msg, ok := req.encode()
+	if !ok {
 		return cmd.Start()
 	}
 	// The trampoline enters the directory through this descriptor: like
@@ -132,30 +152,25 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 	// appended others after it.
 	var enc string
 	env := make([]string, 0, len(cmd.Env))
-	for i, kv := range cmd.Env {
+	for _, kv := range cmd.Env {
 		if v, ok := strings.CutPrefix(kv, policyEnv+"="); ok {
 			enc = v
 			continue
 		}
-		if i == 0 && kv == trampolineProcs {
-			continue
-		}
 		env = append(env, kv)
 	}
-	if enc == "" {
-		return warmRequest{}, files, "", false
-	}
-	var w wirePolicy
-	if err := json.Unmarshal([]byte(enc), &w); err != nil {
+	if !strings.HasPrefix(enc, policyMagic+"\n") {
 		return warmRequest{}, files, "", false
 	}
 	// The guard and the filter built for it are those of the warm
 	// trampoline's start.
-	w.Guard, w.Seccomp = guard{}, nil
-	key, err := json.Marshal(w)
-	if err != nil {
-		return warmRequest{}, files, "", false
+	var key strings.Builder
+	for line := range strings.Lines(enc) {
+		if !strings.HasPrefix(line, "guard ") && !strings.HasPrefix(line, "bpf ") {
+			key.WriteString(line)
+		}
 	}
+	var err error
 	dir := cmd.Dir
 	if dir == "" {
 		// The cold trampoline inherits sandboxd's; the warm one is in /.
@@ -165,7 +180,7 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 	} else if !filepath.IsAbs(dir) {
 		return warmRequest{}, files, "", false
 	}
-	return warmRequest{Argv: cmd.Args[1:], Env: env, Dir: dir, TTY: attr.Setctty}, files, string(key), true
+	return warmRequest{Argv: cmd.Args[1:], Env: Scrub(env), Dir: dir, TTY: attr.Setctty}, files, key.String(), true
 }
 
 // warm is a started warm trampoline.
@@ -352,18 +367,7 @@ func (pl *pool) startOne() {
 // startWarm starts a trampoline for the policy key (a wirePolicy without
 // guard) and waits until it is confined and ready.
 func startWarm(key string) (*warm, error) {
-	var w wirePolicy
-	if err := json.Unmarshal([]byte(key), &w); err != nil {
-		return nil, err
-	}
-	w.Guard = currentGuard()
-	if !w.NoSeccomp {
-		var err error
-		if w.Seccomp, err = compiledFilter(w.Guard); err != nil {
-			return nil, err
-		}
-	}
-	enc, err := json.Marshal(w)
+	enc, err := withGuard(key)
 	if err != nil {
 		return nil, err
 	}
@@ -382,9 +386,9 @@ func startWarm(key string) (*warm, error) {
 	defer theirs.Close()
 	cmd := exec.Command(selfExe)
 	cmd.Args = []string{warmArg0}
-	cmd.Env = []string{trampolineProcs, policyEnv + "=" + string(enc)}
+	cmd.Env = []string{policyEnv + "=" + enc}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3, warm_fd in trampoline.c
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		ours.Close()
@@ -401,107 +405,4 @@ func startWarm(key string) (*warm, error) {
 	}
 	_ = ours.SetReadDeadline(time.Time{})
 	return &warm{cmd: cmd, conn: ours}, nil
-}
-
-// warmTrampoline is the trampoline's warm mode: confine, say so, wait for
-// the command, become it. It returns only on failure.
-func warmTrampoline() (int, error) {
-	raw, ok := os.LookupEnv(policyEnv)
-	if !ok {
-		return ExitConfineFailure, fmt.Errorf("%s is not set", policyEnv)
-	}
-	os.Unsetenv(policyEnv)
-	var p wirePolicy
-	if err := json.Unmarshal([]byte(raw), &p); err != nil {
-		return ExitConfineFailure, fmt.Errorf("decode policy: %v", err)
-	}
-	if p.UID != 0 {
-		if err := dropPrivileges(p.UID, p.GID, p.Guard.PID); err != nil {
-			return ExitConfineFailure, err
-		}
-	}
-	if err := confineSelf(&p); err != nil {
-		return ExitConfineFailure, err
-	}
-	// Until it execs, nothing of its uid may read or write its memory
-	// (/proc/<pid>/mem): it will hold the next command's descriptors.
-	// Dropping root did this already; without root it must be asked for.
-	// The exec makes the command dumpable again, as usual.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return ExitConfineFailure, fmt.Errorf("prctl(PR_SET_DUMPABLE, 0): %w", err)
-	}
-	unix.CloseOnExec(warmFD)
-	if _, err := unix.Write(warmFD, []byte{0}); err != nil {
-		return ExitConfineFailure, err
-	}
-	buf := make([]byte, maxReq)
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	n, oobn, _, _, err := unix.Recvmsg(warmFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || n == 0 {
-		os.Exit(0) // sandboxd let it go
-	}
-	var req warmRequest
-	if err := json.Unmarshal(buf[:n], &req); err != nil || len(req.Argv) == 0 || req.Argv[0] == "" {
-		return ExitConfineFailure, fmt.Errorf("bad request: %v", err)
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return ExitConfineFailure, fmt.Errorf("no descriptors: %v", err)
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 4 {
-		return ExitConfineFailure, fmt.Errorf("want 4 descriptors, got %d: %v", len(fds), err)
-	}
-	for i, fd := range fds[:3] {
-		if err := unix.Dup3(fd, i, 0); err != nil {
-			return ExitConfineFailure, fmt.Errorf("dup3: %w", err)
-		}
-	}
-	for _, fd := range fds[:3] {
-		if fd > 2 {
-			unix.Close(fd)
-		}
-	}
-	dir := fds[3]
-	answer := func(msg string) {
-		if msg == "" {
-			_, _ = unix.Write(warmFD, []byte{0})
-		} else {
-			_, _ = unix.Write(warmFD, []byte(msg))
-		}
-		unix.Close(warmFD)
-	}
-	if req.TTY {
-		if err := unix.IoctlSetInt(0, unix.TIOCSCTTY, 0); err != nil {
-			answer("setctty: " + err.Error())
-			return ExitConfineFailure, err
-		}
-	}
-	// The directory, as the cold trampoline: sandboxd opened it, so
-	// only the directory itself must be usable by the uid.
-	err = unix.Fchdir(dir)
-	unix.Close(dir)
-	if err != nil {
-		if errors.Is(err, unix.EACCES) {
-			answer("")
-			return ExitConfineFailure, fmt.Errorf("the working directory %s is not usable by uid %d: %w (see confine.PrepareRoots)", req.Dir, os.Getuid(), err)
-		}
-		answer(err.Error())
-		return ExitConfineFailure, err
-	}
-	answer("")
-
-	env := Scrub(req.Env)
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	os.Setenv("PATH", path)
-	exe, code, err := lookPath(req.Argv[0])
-	if err != nil {
-		return code, err
-	}
-	return execLimited(exe, req.Argv, env, p.Limits.withDefaults().AddressSpace)
 }
