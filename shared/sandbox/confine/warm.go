@@ -98,6 +98,7 @@ func Start(cmd *exec.Cmd) error {
 	}
 	defer unix.Close(dir)
 	pl := poolFor(key)
+	defer pl.fill()
 	for range warmIdle + 1 {
 		w := pl.take()
 		if w == nil {
@@ -299,9 +300,9 @@ func (pl *pool) drain() {
 }
 
 // take returns a warm trampoline, waiting a little for one that is
-// starting, or nil; either way it starts replacements.
+// starting, or nil. The caller starts replacements (fill) once the command
+// is on its way, so that their start does not compete with its handover.
 func (pl *pool) take() *warm {
-	defer pl.fill()
 	select {
 	case w := <-pl.ready:
 		return w
