@@ -22,13 +22,13 @@ import (
 // Warm trampolines.
 //
 // A cold confined command pays for one more exec (of sandboxd, whose
-// trampoline then confines the process) than a bare one, about half a
+// trampoline then confines the process) than a bare one, about a
 // millisecond here, where `sh -c true` takes one. Start hides it: for each
-// policy it keeps a
-// few trampolines started ahead of time, already confined (uid, rlimits,
-// subreaper, no_new_privs, Landlock, seccomp), each waiting on a socket for
-// the one command it will become: argv, environment, directory and the
-// stdio descriptors (SCM_RIGHTS). It enters the directory, takes the
+// policy it keeps a few trampolines started ahead of time, already
+// confined (uid, rlimits, subreaper, no_new_privs, Landlock, seccomp), each
+// waiting on a socket for the one command it will become: argv,
+// environment, directory and the stdio descriptors (SCM_RIGHTS). It enters
+// the directory, takes the
 // descriptors (and the terminal as its controlling one), looks the program
 // up, sets RLIMIT_AS and execs, exactly as the trampoline does; the process
 // is the command's, so Wait, KillGroup and the subreaper work as before.
