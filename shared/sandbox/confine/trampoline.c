@@ -329,7 +329,7 @@ static const char *find(const char *name, const char *path) {
 			fail(err == ENOENT ? 127 : 126, "%s: stat %s: %s", name, name, errtext(err));
 		fail(126, "%s: %s", name, errtext(err));
 	}
-	for (const char *dir = path;; dir++) {
+	for (const char *dir = path; *path;) { // an empty PATH finds nothing, as in Go
 		size_t n = strcspn(dir, ":");
 		static char file[8192];
 		if (n == 0) // an empty element is the current directory
@@ -339,7 +339,7 @@ static const char *find(const char *name, const char *path) {
 		if (strlen(file) < sizeof file - 1 && executable(file, &err))
 			return file;
 		dir += n;
-		if (*dir == 0)
+		if (*dir++ == 0)
 			break;
 	}
 	fail(127, "%s: not found", name);
@@ -592,6 +592,8 @@ static void warm(char **env) {
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		_exit(0); // sandboxd let it go
+	if (msg.msg_flags & MSG_TRUNC)
+		fail(exit_confine, "bad request: longer than %d bytes", max_request);
 	struct request r = {0};
 	if ((err = decode_request(buf, (size_t)n, &r)))
 		fail(exit_confine, "bad request: %s", err);
