@@ -2,6 +2,7 @@ package confine
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"runtime"
 	"slices"
@@ -319,10 +320,11 @@ func argOffset(c cmp) uint32 {
 }
 
 // compiledFilter returns the filter for g as the kernel takes it (struct
-// sock_filter, 8 bytes an instruction, native byte order), so that Command
-// hands the trampoline a program to load rather than one to build. The
-// last few programs are cached: g changes only when sandboxd's threads do.
-func compiledFilter(g guard) ([]byte, error) {
+// sock_filter, 8 bytes an instruction, native byte order), hex-encoded as
+// the policy carries it (withGuard), so that Command hands the trampoline a
+// program to load rather than one to build. The last few programs are
+// cached: g changes only when sandboxd's threads do.
+func compiledFilter(g guard) (string, error) {
 	key := fmt.Sprint(g.PID, g.PGID, g.TIDs)
 	filterCache.Lock()
 	defer filterCache.Unlock()
@@ -331,15 +333,15 @@ func compiledFilter(g guard) ([]byte, error) {
 	}
 	a, err := nativeArch()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	insts, err := buildFilter(a, g)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	raw, err := bpf.Assemble(insts)
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: assemble: %w", err)
+		return "", fmt.Errorf("seccomp: assemble: %w", err)
 	}
 	prog := make([]byte, 0, 8*len(raw))
 	for _, in := range raw {
@@ -350,11 +352,12 @@ func compiledFilter(g guard) ([]byte, error) {
 	if len(filterCache.progs) >= 16 {
 		clear(filterCache.progs)
 	}
-	filterCache.progs[key] = prog
-	return prog, nil
+	enc := hex.EncodeToString(prog)
+	filterCache.progs[key] = enc
+	return enc, nil
 }
 
 var filterCache = struct {
 	sync.Mutex
-	progs map[string][]byte
-}{progs: map[string][]byte{}}
+	progs map[string]string
+}{progs: map[string]string{}}

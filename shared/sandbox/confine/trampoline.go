@@ -102,7 +102,7 @@ func withGuard(key string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		enc += "bpf " + hex.EncodeToString(prog) + "\n"
+		enc += "bpf " + prog + "\n"
 	}
 	return enc, nil
 }
