@@ -75,8 +75,12 @@ func BenchmarkSpawn(b *testing.B) {
 
 // BenchmarkGrepConfinement splits the cost of confinement for a search of
 // a large tree: rg unconfined, confined with only seccomp, only Landlock,
-// and both. It uses the tree sandboximage/bench builds
-// ($TMPDIR/agentsfleet-bench/tree) and skips without it or without rg.
+// both, and both with the grep tool's Walk. The tree's parent is the
+// writable root, as the workdir is for the grep tool. Each configuration
+// reports the p50 of its wall time and of rg's CPU time (user and system),
+// the steadier figure on a busy machine. It uses the tree sandboximage/bench
+// builds ($TMPDIR/agentsfleet-bench/tree) and skips without it or without
+// rg.
 func BenchmarkGrepConfinement(b *testing.B) {
 	rg, err := exec.LookPath("rg")
 	if err != nil {
@@ -97,22 +101,24 @@ func BenchmarkGrepConfinement(b *testing.B) {
 			return cmd
 		}
 	}
-	ro := []string{tree}
+	rw := []string{filepath.Dir(tree)}
 	configs := []struct {
 		name  string
 		start func() *exec.Cmd
 	}{
 		{"bare", func() *exec.Cmd { return exec.Command(rg, argv...) }},
-		{"uid+rlimits", confined(&Policy{ReadOnly: ro, noLandlock: true, noSeccomp: true})},
-		{"seccomp", confined(&Policy{ReadOnly: ro, noLandlock: true})},
-		{"landlock", confined(&Policy{ReadOnly: ro, noSeccomp: true})},
-		{"both", confined(&Policy{ReadOnly: ro})},
+		{"uid+rlimits", confined(&Policy{Writable: rw, noLandlock: true, noSeccomp: true})},
+		{"seccomp", confined(&Policy{Writable: rw, noLandlock: true})},
+		{"landlock", confined(&Policy{Writable: rw, noSeccomp: true})},
+		{"both", confined(&Policy{Writable: rw})},
+		{"both+walk", confined(&Policy{Writable: rw, Walk: tree})},
 	}
 	// Round-robin, so that drift in the machine's load hits every
 	// configuration alike.
 	const n = 9
 	for b.Loop() {
 		ds := make([][]time.Duration, len(configs))
+		cpu := make([][]time.Duration, len(configs))
 		for range n {
 			for i, c := range configs {
 				cmd := c.start()
@@ -121,11 +127,14 @@ func BenchmarkGrepConfinement(b *testing.B) {
 					b.Fatalf("%s: %v (%d bytes)", c.name, err, len(out))
 				}
 				ds[i] = append(ds[i], time.Since(t0))
+				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 			}
 		}
 		for i, c := range configs {
 			slices.Sort(ds[i])
+			slices.Sort(cpu[i])
 			b.ReportMetric(float64(ds[i][n/2].Microseconds())/1000, c.name+"-ms")
+			b.ReportMetric(float64(cpu[i][n/2].Microseconds())/1000, c.name+"-cpu-ms")
 		}
 	}
 }

@@ -38,6 +38,8 @@ type wirePolicy struct {
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID, GID int
+	// Walk is Policy.Walk, clean.
+	Walk string
 }
 
 // key encodes w without what changes with sandboxd's threads (the guard and
@@ -53,6 +55,7 @@ type wirePolicy struct {
 //	as BYTES
 //	landlock HANDLED SCOPED      (only with Landlock; then its rules)
 //	rule ACCESS HEXPATH
+//	tree ACCESS HEXPATH          (rules on the directories below HEXPATH too)
 //	seccomp                      (the filter is mandatory)
 //	guard PID                    (added by withGuard)
 //	bpf HEX                      (added by withGuard)
@@ -81,8 +84,12 @@ func (w *wirePolicy) key() string {
 		if abi := LandlockABI(); abi > 0 {
 			handled, scoped := landlockHandled(abi)
 			line("landlock %d %d", handled, scoped)
-			for _, r := range landlockRules(w, abi) {
+			rules := landlockRules(w, abi)
+			for _, r := range rules {
 				line("rule %d %s", r.access, hex.EncodeToString([]byte(r.path)))
+			}
+			if access := walkAccess(w.Walk, rules, handled); access != 0 {
+				line("tree %d %s", access, hex.EncodeToString([]byte(w.Walk)))
 			}
 		}
 	}

@@ -105,13 +105,15 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	// Check the path, then hand the program the real path it points to.
 	// What it reads below that path is bounded by confine (Landlock), and
 	// it never follows links it meets on the way (no -L / -R).
-	target, prefix, res, err := t.target(args.Path, shown)
+	target, real, prefix, res, err := t.target(args.Path, shown)
 	if target == "" {
 		return res, err
 	}
 
 	argv := t.argv(args, target)
-	cmd, err := t.policy.Command(argv[0], argv[1:]...)
+	policy := *t.policy
+	policy.Walk = real
+	cmd, err := policy.Command(argv[0], argv[1:]...)
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("grep: %w", err)
 	}
@@ -194,42 +196,42 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 
 // target checks the model's path and returns what to pass the search
 // program: a path relative to the workdir (cmd.Dir) when it is under it, the
-// real absolute path otherwise. prefix is what to strip from the start of
-// each output line ("./" for the workdir itself).
-func (t *Grep) target(p, shown string) (target, prefix string, res sandbox.Result, err error) {
+// real absolute path otherwise; and the real path itself. prefix is what to
+// strip from the start of each output line ("./" for the workdir itself).
+func (t *Grep) target(p, shown string) (target, real, prefix string, res sandbox.Result, err error) {
 	if p == "" {
 		p = t.roots.Workdir()
 	}
 	rv, err := t.roots.Resolve(p, false)
 	if errors.Is(err, sandbox.ErrOutside) {
-		return "", "", sandbox.Errorf("grep: %v", err), nil
+		return "", "", "", sandbox.Errorf("grep: %v", err), nil
 	}
 	if err != nil {
-		return "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
+		return "", "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
 	}
 	defer rv.Close()
 	if _, err := rv.FS.Stat(rv.Rel); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
+			return "", "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
 		case errors.Is(err, fs.ErrPermission):
-			return "", "", sandbox.Errorf("grep: permission denied: %s", shown), nil
+			return "", "", "", sandbox.Errorf("grep: permission denied: %s", shown), nil
 		}
-		return "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
+		return "", "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
 	}
-	real := rv.Real()
+	real = rv.Real()
 	for _, rt := range t.roots.All() {
 		if rt.Name != "workdir" {
 			continue
 		}
 		if real == rt.Path {
-			return ".", "./", sandbox.Result{}, nil
+			return ".", real, "./", sandbox.Result{}, nil
 		}
 		if rel, ok := strings.CutPrefix(real, strings.TrimSuffix(rt.Path, "/")+"/"); ok {
-			return "./" + rel, "./", sandbox.Result{}, nil
+			return "./" + rel, real, "./", sandbox.Result{}, nil
 		}
 	}
-	return real, "", sandbox.Result{}, nil
+	return real, real, "", sandbox.Result{}, nil
 }
 
 // argv is the search command line. "--" ends the options, so a pattern
