@@ -143,11 +143,16 @@ func (p *Policy) CommandContext(ctx context.Context, name string, args ...string
 	return cmd, nil
 }
 
+var procMounted = sync.OnceValue(func() error {
+	_, err := os.Stat(selfExe)
+	return err
+})
+
 func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 	if name == "" {
 		return errors.New("confine: no program")
 	}
-	if _, err := os.Stat(selfExe); err != nil {
+	if err := procMounted(); err != nil {
 		return fmt.Errorf("confine: the trampoline needs /proc: %w", err)
 	}
 	warnOnce.Do(warnWithoutLandlock)

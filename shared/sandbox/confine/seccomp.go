@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 
 	"golang.org/x/net/bpf"
@@ -325,7 +326,10 @@ func argOffset(c cmp) uint32 {
 // program to load rather than one to build. The last few programs are
 // cached: g changes only when sandboxd's threads do.
 func compiledFilter(g guard) (string, error) {
-	key := fmt.Sprint(g.PID, g.PGID, g.TIDs)
+	key := strconv.Itoa(g.PID) + " " + strconv.Itoa(g.PGID)
+	for _, tid := range g.TIDs {
+		key += " " + strconv.Itoa(tid)
+	}
 	filterCache.Lock()
 	defer filterCache.Unlock()
 	if prog, ok := filterCache.progs[key]; ok {

@@ -164,13 +164,11 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 	if !strings.HasPrefix(enc, policyMagic+"\n") || strings.Contains(enc, "\ntree ") {
 		return warmRequest{}, files, "", false
 	}
-	// The guard and the filter built for it are those of the warm
-	// trampoline's start.
-	var key strings.Builder
-	for line := range strings.Lines(enc) {
-		if !strings.HasPrefix(line, "guard ") && !strings.HasPrefix(line, "bpf ") {
-			key.WriteString(line)
-		}
+	// The guard and the filter built for it, which withGuard put last, are
+	// those of the warm trampoline's start.
+	key, _, ok := strings.Cut(enc, "\nguard ")
+	if !ok {
+		return warmRequest{}, files, "", false
 	}
 	var err error
 	dir := cmd.Dir
@@ -182,7 +180,7 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 	} else if !filepath.IsAbs(dir) {
 		return warmRequest{}, files, "", false
 	}
-	return warmRequest{Argv: cmd.Args[1:], Env: Scrub(env), Dir: dir, TTY: attr.Setctty}, files, key.String(), true
+	return warmRequest{Argv: cmd.Args[1:], Env: Scrub(env), Dir: dir, TTY: attr.Setctty}, files, key + "\n", true
 }
 
 // warm is a started warm trampoline.

@@ -1,0 +1,104 @@
+package confine
+
+import (
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// key caches policies by an id of their fields: changing any field of a
+// wirePolicy, or any of its Limits, must change the key.
+func TestKeyCoversEveryField(t *testing.T) {
+	base := wirePolicy{ReadOnly: []string{"/data"}, Writable: []string{"/work"}, Landlock: true, Seccomp: true}
+	want := base.build()
+	if got := base.key(); got != want {
+		t.Fatalf("key() = %q, want what build writes, %q", got, want)
+	}
+	var changes []wirePolicy
+	v := reflect.ValueOf(base)
+	for i := range v.NumField() {
+		f := v.Field(i)
+		set := func(change func(reflect.Value)) {
+			w := base
+			w.ReadOnly, w.Writable = slices.Clone(base.ReadOnly), slices.Clone(base.Writable)
+			change(reflect.ValueOf(&w).Elem().Field(i))
+			changes = append(changes, w)
+		}
+		switch f.Kind() {
+		case reflect.Bool:
+			set(func(f reflect.Value) { f.SetBool(!f.Bool()) })
+		case reflect.Int:
+			set(func(f reflect.Value) { f.SetInt(f.Int() + 1000) })
+		case reflect.String:
+			set(func(f reflect.Value) { f.SetString("/work/src") })
+		case reflect.Slice:
+			set(func(f reflect.Value) { f.Set(reflect.Append(f, reflect.ValueOf("/more"))) })
+			// The same paths split differently between the lists.
+			set(func(f reflect.Value) {
+				f.Set(reflect.Append(f, reflect.ValueOf("/data")))
+			})
+		case reflect.Struct:
+			for j := range f.NumField() {
+				set(func(f reflect.Value) { f.Field(j).SetUint(1 << 20) })
+			}
+		default:
+			t.Fatalf("field %s: no change written for kind %s", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	// Moving a path from one list to the other.
+	moved := base
+	moved.ReadOnly, moved.Writable = nil, []string{"/data", "/work"}
+	changes = append(changes, moved)
+	for _, w := range changes {
+		if got, built := w.key(), w.build(); got != built {
+			t.Errorf("%+v: key() = %q, want %q", w, got, built)
+		}
+	}
+}
+
+// The guard lists sandboxd's threads as they are now, including those
+// started since the last command.
+func TestGuardSeesNewThreads(t *testing.T) {
+	before := currentGuard()
+	// More goroutines locked to threads than the process has threads: the
+	// runtime must start some.
+	n := len(before.TIDs) + 4
+	started := make(chan int)
+	stop := make(chan struct{})
+	defer close(stop)
+	for range n {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits with it
+			started <- unix.Gettid()
+			<-stop
+		}()
+	}
+	var tids []int
+	for range n {
+		tids = append(tids, <-started)
+	}
+	after := currentGuard()
+	fresh := 0
+	for _, tid := range tids {
+		if !slices.Contains(before.TIDs, tid) {
+			fresh++
+		}
+		if tid != after.PID && !slices.Contains(after.TIDs, tid) {
+			t.Errorf("thread %d is not in the guard %v", tid, after.TIDs)
+		}
+	}
+	if fresh == 0 {
+		t.Fatalf("no thread was started (before %v, locked %v)", before.TIDs, tids)
+	}
+	enc, err := withGuard((&wirePolicy{Seccomp: true}).key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prog, _ := compiledFilter(after); !strings.Contains(enc, "bpf "+prog+"\n") {
+		t.Fatal("withGuard did not use the filter built for the current threads")
+	}
+}
