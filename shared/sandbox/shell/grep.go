@@ -110,7 +110,7 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		return res, err
 	}
 
-	argv := t.Argv(args, target)
+	argv := t.Argv(args, target, t.RG == "" || !gitFree(real))
 	policy := *t.policy
 	policy.Walk = real
 	cmd, err := policy.Command(argv[0], argv[1:]...)
@@ -235,13 +235,17 @@ func (t *Grep) target(p, shown string) (target, real, prefix string, res sandbox
 }
 
 // Argv is the search command line for args over target, a path relative to
-// the working directory or absolute. "--" ends the options, so a pattern
+// the working directory or absolute; git says that a .git directory may be
+// below target, to be left out. "--" ends the options, so a pattern
 // starting with "-" is a pattern. The benchmarks run it unconfined, to tell
 // what confinement costs from what the search itself asks of rg.
-func (t *Grep) Argv(args GrepArgs, target string) []string {
+func (t *Grep) Argv(args GrepArgs, target string, git bool) []string {
 	if t.RG != "" {
 		argv := []string{t.RG, "--no-config", "--line-number", "--with-filename", "--no-heading",
-			"--color", "never", "--no-messages", "--hidden", "--glob", "!.git"}
+			"--color", "never", "--no-messages", "--hidden"}
+		if git {
+			argv = append(argv, "--glob", "!.git")
+		}
 		if args.IgnoreCase {
 			argv = append(argv, "--ignore-case")
 		}

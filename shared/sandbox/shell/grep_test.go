@@ -22,6 +22,8 @@ func grepTree(t *testing.T) *fixture {
 	write(t, filepath.Join(w, "src", "b.go"), "package b\nfunc Beta() { Alpha() }\n")
 	write(t, filepath.Join(w, ".github", "ci.yml"), "alpha: hidden but searched\n")
 	write(t, filepath.Join(w, ".git", "config"), "alpha in .git\n")
+	write(t, filepath.Join(w, "vendor", "lib", ".git", "config"), "alpha in a nested .git\n")
+	write(t, filepath.Join(w, "vendor", "lib", "lib.go"), "package lib\n")
 	write(t, filepath.Join(w, "dash.txt"), "-x marks the spot\n")
 	write(t, filepath.Join(w, "long.txt"), "alpha"+strings.Repeat("é", 1000)+"\n")
 	if err := os.WriteFile(filepath.Join(w, "bin.dat"), []byte("alpha\x00\x01binary"), 0o644); err != nil {
@@ -78,6 +80,9 @@ func TestGrepFormat(t *testing.T) {
 		{map[string]any{"pattern": "alphaé"}, long},
 		{map[string]any{"pattern": "nothing-matches-this"}, `No matches for "nothing-matches-this" in the workdir.`},
 		{map[string]any{"pattern": "in \\.git"}, `No matches for "in \\.git" in the workdir.`},
+		{map[string]any{"pattern": "nested"}, `No matches for "nested" in the workdir.`},
+		{map[string]any{"pattern": "nested", "path": "vendor"}, `No matches for "nested" in vendor.`},
+		{map[string]any{"pattern": "package", "path": "vendor"}, "vendor/lib/lib.go:1:package lib"},
 		{map[string]any{"pattern": "outside"}, `No matches for "outside" in the workdir.`},
 		{map[string]any{"pattern": "binary"}, `No matches for "binary" in the workdir.`},
 	}
