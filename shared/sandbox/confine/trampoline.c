@@ -6,7 +6,7 @@
 // rather than a Go runtime start. In any other process it returns at once.
 //
 // The policy comes from sandboxd in AGENTSFLEET_CONFINE_POLICY, in the line
-// format policy.go writes; everything that needs judgement (which rights on
+// format trampoline.go writes; everything that needs judgement (which rights on
 // which paths, the seccomp program) was decided there. Any failure writes one
 // line starting with "agentsfleet-confine:" and exits 125: the command never
 // runs unconfined.
@@ -81,6 +81,8 @@ struct ll_path_beneath_attr {
 } __attribute__((packed));
 
 #define LL_RULE_PATH_BENEATH 1
+// The rights that apply to files; a rule on a file may grant only these.
+#define LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
 
 // openat2's argument (linux/openat2.h, 5.6), spelled out for older headers.
 struct open_how_v0 {
@@ -100,8 +102,6 @@ struct dirent64_v0 {
 	unsigned char d_type;
 	char d_name[];
 };
-// The rights that apply to files; a rule on a file may grant only these.
-#define LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
 
 struct limit {
 	int resource;
@@ -425,13 +425,13 @@ static const char *add_dir_rule(int ruleset, int fd, uint64_t access, char *why,
 
 // add_tree grants t->access again on t->path and on the directories below
 // it, breadth first, within tree_dirs, tree_queue and tree_entries. The
-// access is what the rules above t->path already grant there (policy.go
-// checks), so this adds no access: it only shortens Landlock's check of
+// access is what the rules above t->path already grant there (walkAccess in
+// landlock.go), so this adds no access: it only shortens Landlock's check of
 // every open, a walk up from the file to the nearest rule that costs about
 // half a microsecond a directory level.
 //
 // Nothing it meets may lead elsewhere: t->path is opened with no symbolic
-// link anywhere on it (policy.go sends the real path), each directory below
+// link anywhere on it (Policy.Walk is the real path), each directory below
 // is opened from its parent's descriptor with O_NOFOLLOW, and a directory
 // that cannot be opened, or was swapped for something else, gets no rule.
 // A directory whose link count is 2 has no subdirectories and is not read.
