@@ -105,14 +105,14 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	// Check the path, then hand the program the real path it points to.
 	// What it reads below that path is bounded by confine (Landlock), and
 	// it never follows links it meets on the way (no -L / -R).
-	target, real, prefix, res, err := t.target(args.Path, shown)
+	target, dir, prefix, res, err := t.target(args.Path, shown)
 	if target == "" {
 		return res, err
 	}
 
-	argv := t.Argv(args, target, t.RG == "" || !gitFree(real))
+	argv := t.Argv(args, target, t.RG == "" || dir == "" || !gitFree(dir))
 	policy := *t.policy
-	policy.Walk = real
+	policy.Walk = dir
 	cmd, err := policy.Command(argv[0], argv[1:]...)
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("grep: %w", err)
@@ -196,9 +196,10 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 
 // target checks the model's path and returns what to pass the search
 // program: a path relative to the workdir (cmd.Dir) when it is under it, the
-// real absolute path otherwise; and the real path itself. prefix is what to
-// strip from the start of each output line ("./" for the workdir itself).
-func (t *Grep) target(p, shown string) (target, real, prefix string, res sandbox.Result, err error) {
+// real absolute path otherwise; and, when it is a directory, its real path
+// (dir). prefix is what to strip from the start of each output line ("./"
+// for the workdir itself).
+func (t *Grep) target(p, shown string) (target, dir, prefix string, res sandbox.Result, err error) {
 	if p == "" {
 		p = t.roots.Workdir()
 	}
@@ -210,7 +211,8 @@ func (t *Grep) target(p, shown string) (target, real, prefix string, res sandbox
 		return "", "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
 	}
 	defer rv.Close()
-	if _, err := rv.FS.Stat(rv.Rel); err != nil {
+	info, err := rv.FS.Stat(rv.Rel)
+	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return "", "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
@@ -219,19 +221,22 @@ func (t *Grep) target(p, shown string) (target, real, prefix string, res sandbox
 		}
 		return "", "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
 	}
-	real = rv.Real()
+	real := rv.Real()
+	if info.IsDir() {
+		dir = real
+	}
 	for _, rt := range t.roots.All() {
 		if rt.Name != "workdir" {
 			continue
 		}
 		if real == rt.Path {
-			return ".", real, "./", sandbox.Result{}, nil
+			return ".", dir, "./", sandbox.Result{}, nil
 		}
 		if rel, ok := strings.CutPrefix(real, strings.TrimSuffix(rt.Path, "/")+"/"); ok {
-			return "./" + rel, real, "./", sandbox.Result{}, nil
+			return "./" + rel, dir, "./", sandbox.Result{}, nil
 		}
 	}
-	return real, real, "", sandbox.Result{}, nil
+	return real, dir, "", sandbox.Result{}, nil
 }
 
 // Argv is the search command line for args over target, a path relative to
