@@ -75,7 +75,7 @@ func BenchmarkSpawn(b *testing.B) {
 
 // BenchmarkGrepConfinement splits the cost of confinement for a search of
 // a large tree: rg unconfined, confined with only seccomp, only Landlock,
-// both, and both with the grep tool's Walk. The tree's parent is the
+// and both. The tree's parent is the
 // writable root, as the workdir is for the grep tool. Each configuration
 // reports the p50 of its wall time and of rg's CPU time (user and system),
 // the steadier figure on a busy machine. It uses the tree sandboximage/bench
@@ -111,7 +111,6 @@ func BenchmarkGrepConfinement(b *testing.B) {
 		{"seccomp", confined(&Policy{Writable: rw, noLandlock: true})},
 		{"landlock", confined(&Policy{Writable: rw, noSeccomp: true})},
 		{"both", confined(&Policy{Writable: rw})},
-		{"both+walk", confined(&Policy{Writable: rw, Walk: tree})},
 	}
 	// Round-robin, so that drift in the machine's load hits every
 	// configuration alike.

@@ -84,14 +84,6 @@ type Policy struct {
 	// Env is added to the base environment (PATH, HOME, LANG…). Variables
 	// that Scrub removes are removed from it too.
 	Env []string
-	// Walk, when set, is a directory the command will walk through, such
-	// as the path grep searches: the real path, with no symbolic link on
-	// it. Landlock then also holds rules on the directories below it, up to
-	// a few thousand, granting what the roots above them already grant, so
-	// that checking each file it opens stops at its own directory rather
-	// than walking up to the root's rule. A command with a Walk always
-	// starts cold (Start does not use a warm trampoline).
-	Walk string
 
 	noLandlock bool // tests only: see wirePolicy.NoLandlock
 	noSeccomp  bool // tests only: see wirePolicy.NoSeccomp
@@ -171,12 +163,6 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 	}
 	if w.Writable, err = absPaths(p.Writable); err != nil {
 		return err
-	}
-	if p.Walk != "" {
-		if !filepath.IsAbs(p.Walk) {
-			return fmt.Errorf("confine: the walked directory %q is not an absolute path", p.Walk)
-		}
-		w.Walk = filepath.Clean(p.Walk)
 	}
 	enc, err := withGuard(w.key())
 	if err != nil {

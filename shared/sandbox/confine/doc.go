@@ -27,9 +27,7 @@
 //     dies are re-parented to it rather than to init (see [KillGroup]);
 //  5. sets no_new_privs;
 //  6. enforces Landlock, when the kernel has it, at the best ABI it offers
-//     (up to 11); with a [Policy.Walk], the same rights again on the
-//     directories below the walked one, so that the check of each open
-//     stops at the file's own directory (grep: see BenchmarkGrepConfinement);
+//     (up to 11);
 //  7. loads the seccomp filter, which sandboxd compiled;
 //  8. sets RLIMIT_AS, last, and execs the target with its environment
 //     scrubbed once more ([Scrub], comparing ASCII letters without case).

@@ -1,7 +1,6 @@
 package confine
 
 import (
-	"strings"
 	"sync"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -115,26 +114,4 @@ func landlockRules(p *wirePolicy, abi int) []llRule {
 	// ioctls unless granted.
 	add(terminals, accessFile&(accessRead|accessWrite)|ll.AccessFSIoctlDev)
 	return rules
-}
-
-// walkAccess returns the access to grant on the directories below dir (see
-// Policy.Walk): what the rules on dir and its parents grant together, as
-// Landlock adds them up. It is 0, and dir gets no rules, when that does not
-// cover reading and truncating: Landlock's check of an open asks for all
-// three, so it would walk past rules that grant less anyway.
-func walkAccess(dir string, rules []llRule, handled uint64) uint64 {
-	if dir == "" {
-		return 0
-	}
-	var access uint64
-	for _, r := range rules {
-		if r.path == "/" || dir == r.path || strings.HasPrefix(dir, r.path+"/") {
-			access |= r.access
-		}
-	}
-	need := uint64(ll.AccessFSReadFile|ll.AccessFSReadDir|ll.AccessFSTruncate) & handled
-	if access&need != need {
-		return 0
-	}
-	return access
 }

@@ -12,7 +12,6 @@
 // runs unconfined.
 
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -42,21 +41,12 @@
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
 
 enum {
 	exit_confine = 125, // ExitConfineFailure
 	warm_fd = 3,
 	max_request = 1 << 20,
 	max_rules = 256,
-	max_trees = 4,
-	// The bounds of the rules a tree line adds (add_tree): directories
-	// ruled, directories held open waiting to be listed, and entries read.
-	tree_dirs = 4096,
-	tree_queue = 256,
-	tree_entries = 50000,
 	max_limits = 8,
 	max_filter = 4096, // BPF_MAXINSNS
 };
@@ -84,25 +74,6 @@ struct ll_path_beneath_attr {
 // The rights that apply to files; a rule on a file may grant only these.
 #define LL_FILE_RIGHTS ((1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15))
 
-// openat2's argument (linux/openat2.h, 5.6), spelled out for older headers.
-struct open_how_v0 {
-	uint64_t flags;
-	uint64_t mode;
-	uint64_t resolve;
-};
-
-#define RESOLVE_NO_MAGICLINKS_V0 0x02
-#define RESOLVE_NO_SYMLINKS_V0 0x04
-
-// A getdents64 record.
-struct dirent64_v0 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
 struct limit {
 	int resource;
 	uint64_t soft, hard;
@@ -125,8 +96,6 @@ struct policy {
 	uint64_t handled, scoped;
 	struct rule rules[max_rules];
 	int nrules;
-	struct rule trees[max_trees];
-	int ntrees;
 	int seccomp;
 	struct sock_filter *filter;
 	unsigned short nfilter;
@@ -225,7 +194,6 @@ static const char *parse(const char *text, struct policy *p) {
 		if (eol == NULL)
 			return "unterminated line";
 		uint64_t a, b, c;
-		int tree = 0;
 		if (word(&s, "ids")) {
 			if (number(&s, &a) || number(&s, &b) || a == 0 || b == 0 || a > 0x7fffffff || b > 0x7fffffff)
 				return "bad ids line";
@@ -246,18 +214,16 @@ static const char *parse(const char *text, struct policy *p) {
 			if (number(&s, &a) || number(&s, &b) || a == 0)
 				return "bad landlock line";
 			p->landlock = 1, p->handled = a, p->scoped = b;
-		} else if (word(&s, "rule") || (tree = word(&s, "tree"))) {
+		} else if (word(&s, "rule")) {
+			const char *sp;
 			size_t len;
-			if (number(&s, &a) || (tree ? p->ntrees == max_trees : p->nrules == max_rules))
-				return tree ? "bad tree line" : "bad rule line";
-			char *path = (char *)unhex(s, (size_t)(eol - s), &len);
+			if (number(&s, &a) || (sp = strchr(s, '\n')) == NULL || p->nrules == max_rules)
+				return "bad rule line";
+			char *path = (char *)unhex(s, (size_t)(sp - s), &len);
 			if (path == NULL || len == 0 || strlen(path) != len || path[0] != '/')
-				return tree ? "bad tree path" : "bad rule path";
-			if (tree)
-				p->trees[p->ntrees++] = (struct rule){a, path};
-			else
-				p->rules[p->nrules++] = (struct rule){a, path};
-			s = eol;
+				return "bad rule path";
+			p->rules[p->nrules++] = (struct rule){a, path};
+			s = sp;
 		} else if (word(&s, "seccomp")) {
 			p->seccomp = 1;
 		} else if (word(&s, "bpf")) {
@@ -415,80 +381,6 @@ static const char *drop_privileges(const struct policy *p, char *why, size_t n) 
 	return NULL;
 }
 
-// add_dir_rule grants access on the directory open at fd.
-static const char *add_dir_rule(int ruleset, int fd, uint64_t access, char *why, size_t n) {
-	struct ll_path_beneath_attr rule = {.allowed_access = access, .parent_fd = fd};
-	if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
-		return snprintf(why, n, "landlock_add_rule (tree): %s", errtext(errno)), why;
-	return NULL;
-}
-
-// add_tree grants t->access again on t->path and on the directories below
-// it, breadth first, within tree_dirs, tree_queue and tree_entries. The
-// access is what the rules above t->path already grant there (walkAccess in
-// landlock.go), so this adds no access: it only shortens Landlock's check of
-// every open, a walk up from the file to the nearest rule that costs about
-// half a microsecond a directory level.
-//
-// Nothing it meets may lead elsewhere: t->path is opened with no symbolic
-// link anywhere on it (Policy.Walk is the real path), each directory below
-// is opened from its parent's descriptor with O_NOFOLLOW, and a directory
-// that cannot be opened, or was swapped for something else, gets no rule.
-// A directory whose link count is 2 has no subdirectories and is not read.
-static const char *add_tree(int ruleset, const struct rule *t, uint64_t access, char *why, size_t n) {
-	static char buf[32 << 10] __attribute__((aligned(8)));
-	struct open_how_v0 how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS_V0 | RESOLVE_NO_MAGICLINKS_V0,
-	};
-	int root = (int)syscall(SYS_openat2, AT_FDCWD, t->path, &how, sizeof how);
-	if (root < 0)
-		return NULL;
-	const char *err = add_dir_rule(ruleset, root, access, why, n);
-	if (err) {
-		close(root);
-		return err;
-	}
-	int queue[tree_queue];
-	int head = 0, queued = 0, ruled = 1;
-	long entries = 0;
-	struct stat st;
-	if (fstat(root, &st) == 0 && st.st_nlink == 2) {
-		close(root);
-		return NULL;
-	}
-	queue[queued++] = root;
-	while (queued > 0) {
-		int dir = queue[head];
-		head = (head + 1) % tree_queue, queued--;
-		long got;
-		while (err == NULL && ruled < tree_dirs && entries < tree_entries &&
-		       (got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-			for (long off = 0; off < got && ruled < tree_dirs; entries++) {
-				struct dirent64_v0 *d = (struct dirent64_v0 *)(buf + off);
-				off += d->d_reclen;
-				if ((d->d_type != DT_DIR && d->d_type != DT_UNKNOWN) || strcmp(d->d_name, ".") == 0 ||
-				    strcmp(d->d_name, "..") == 0)
-					continue;
-				int sub = openat(dir, d->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-				if (sub < 0)
-					continue;
-				if ((err = add_dir_rule(ruleset, sub, access, why, n)) != NULL) {
-					close(sub);
-					break;
-				}
-				ruled++;
-				if (queued < tree_queue && fstat(sub, &st) == 0 && st.st_nlink != 2)
-					queue[(head + queued++) % tree_queue] = sub;
-				else
-					close(sub);
-			}
-		}
-		close(dir);
-	}
-	return err;
-}
-
 // restrict_files enforces the Landlock ruleset of p. A path that does not
 // exist or cannot be opened is left out: that only takes access away.
 static const char *restrict_files(const struct policy *p, char *why, size_t n) {
@@ -519,13 +411,6 @@ static const char *restrict_files(const struct policy *p, char *why, size_t n) {
 			return snprintf(why, n, "landlock_add_rule %s: %s", p->rules[i].path, errtext(e)), why;
 		}
 		close(fd);
-	}
-	for (int i = 0; i < p->ntrees; i++) {
-		const char *err = add_tree(ruleset, &p->trees[i], p->trees[i].access & p->handled, why, n);
-		if (err) {
-			close(ruleset);
-			return err;
-		}
 	}
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) {
 		int e = errno;

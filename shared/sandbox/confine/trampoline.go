@@ -42,8 +42,6 @@ type wirePolicy struct {
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID, GID int
-	// Walk is Policy.Walk, clean.
-	Walk string
 }
 
 // key encodes w without what changes with sandboxd's threads (the guard and
@@ -59,7 +57,6 @@ type wirePolicy struct {
 //	as BYTES
 //	landlock HANDLED SCOPED      (only with Landlock; then its rules)
 //	rule ACCESS HEXPATH
-//	tree ACCESS HEXPATH          (rules on the directories below HEXPATH too)
 //	seccomp                      (the filter is mandatory)
 //	guard PID                    (added by withGuard)
 //	bpf HEX                      (added by withGuard)
@@ -74,7 +71,7 @@ func (w *wirePolicy) key() string {
 		id.WriteByte(' ')
 	}
 	id.WriteString(strconv.FormatBool(w.Landlock) + strconv.FormatBool(w.Seccomp))
-	for _, list := range [][]string{w.ReadOnly, w.Writable, {w.Walk}} {
+	for _, list := range [][]string{w.ReadOnly, w.Writable} {
 		id.WriteString(" " + strconv.Itoa(len(list)))
 		for _, path := range list {
 			id.WriteString(" " + strconv.Itoa(len(path)) + ":" + path)
@@ -124,12 +121,8 @@ func (w *wirePolicy) build() string {
 		if abi := LandlockABI(); abi > 0 {
 			handled, scoped := landlockHandled(abi)
 			line("landlock %d %d", handled, scoped)
-			rules := landlockRules(w, abi)
-			for _, r := range rules {
+			for _, r := range landlockRules(w, abi) {
 				line("rule %d %s", r.access, hex.EncodeToString([]byte(r.path)))
-			}
-			if access := walkAccess(w.Walk, rules, handled); access != 0 {
-				line("tree %d %s", access, hex.EncodeToString([]byte(w.Walk)))
 			}
 		}
 	}

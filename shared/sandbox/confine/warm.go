@@ -76,8 +76,8 @@ func (r warmRequest) encode() ([]byte, bool) {
 // Start starts cmd, which must come from Command, as cmd.Start would, but
 // through a warm trampoline when it can (see above), which saves most of the
 // trampoline's start. It can when cmd's stdio is nil or *os.File, it has no
-// ExtraFiles, no context (CommandContext), no SysProcAttr beyond what
-// Command sets plus Setctty with Ctty 0, and its Policy no Walk. Otherwise, or when no warm
+// ExtraFiles, no context (CommandContext) and no SysProcAttr beyond what
+// Command sets plus Setctty with Ctty 0. Otherwise, or when no warm
 // trampoline can be had, it calls cmd.Start. Afterwards use cmd as after
 // cmd.Start: Wait, Process, ProcessState, KillGroup.
 func Start(cmd *exec.Cmd) error {
@@ -160,8 +160,7 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 		}
 		env = append(env, kv)
 	}
-	// A policy with tree rules is made for one command (Policy.Walk).
-	if !strings.HasPrefix(enc, policyMagic+"\n") || strings.Contains(enc, "\ntree ") {
+	if !strings.HasPrefix(enc, policyMagic+"\n") {
 		return warmRequest{}, files, "", false
 	}
 	// The guard and the filter built for it, which withGuard put last, are

@@ -105,15 +105,13 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	// Check the path, then hand the program the real path it points to.
 	// What it reads below that path is bounded by confine (Landlock), and
 	// it never follows links it meets on the way (no -L / -R).
-	target, dir, prefix, res, err := t.target(args.Path, shown)
+	target, prefix, res, err := t.target(args.Path, shown)
 	if target == "" {
 		return res, err
 	}
 
-	argv := t.Argv(args, target, t.RG == "" || dir == "" || !gitFree(dir))
-	policy := *t.policy
-	policy.Walk = dir
-	cmd, err := policy.Command(argv[0], argv[1:]...)
+	argv := t.Argv(args, target)
+	cmd, err := t.policy.Command(argv[0], argv[1:]...)
 	if err != nil {
 		return sandbox.Result{}, fmt.Errorf("grep: %w", err)
 	}
@@ -196,61 +194,52 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 
 // target checks the model's path and returns what to pass the search
 // program: a path relative to the workdir (cmd.Dir) when it is under it, the
-// real absolute path otherwise; and, when it is a directory, its real path
-// (dir). prefix is what to strip from the start of each output line ("./"
-// for the workdir itself).
-func (t *Grep) target(p, shown string) (target, dir, prefix string, res sandbox.Result, err error) {
+// real absolute path otherwise. prefix is what to strip from the start of
+// each output line ("./" for the workdir itself).
+func (t *Grep) target(p, shown string) (target, prefix string, res sandbox.Result, err error) {
 	if p == "" {
 		p = t.roots.Workdir()
 	}
 	rv, err := t.roots.Resolve(p, false)
 	if errors.Is(err, sandbox.ErrOutside) {
-		return "", "", "", sandbox.Errorf("grep: %v", err), nil
+		return "", "", sandbox.Errorf("grep: %v", err), nil
 	}
 	if err != nil {
-		return "", "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
+		return "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
 	}
 	defer rv.Close()
-	info, err := rv.FS.Stat(rv.Rel)
-	if err != nil {
+	if _, err := rv.FS.Stat(rv.Rel); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
+			return "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
 		case errors.Is(err, fs.ErrPermission):
-			return "", "", "", sandbox.Errorf("grep: permission denied: %s", shown), nil
+			return "", "", sandbox.Errorf("grep: permission denied: %s", shown), nil
 		}
-		return "", "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
+		return "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
 	}
 	real := rv.Real()
-	if info.IsDir() {
-		dir = real
-	}
 	for _, rt := range t.roots.All() {
 		if rt.Name != "workdir" {
 			continue
 		}
 		if real == rt.Path {
-			return ".", dir, "./", sandbox.Result{}, nil
+			return ".", "./", sandbox.Result{}, nil
 		}
 		if rel, ok := strings.CutPrefix(real, strings.TrimSuffix(rt.Path, "/")+"/"); ok {
-			return "./" + rel, dir, "./", sandbox.Result{}, nil
+			return "./" + rel, "./", sandbox.Result{}, nil
 		}
 	}
-	return real, dir, "", sandbox.Result{}, nil
+	return real, "", sandbox.Result{}, nil
 }
 
 // Argv is the search command line for args over target, a path relative to
-// the working directory or absolute; git says that a .git directory may be
-// below target, to be left out. "--" ends the options, so a pattern
+// the working directory or absolute. "--" ends the options, so a pattern
 // starting with "-" is a pattern. The benchmarks run it unconfined, to tell
 // what confinement costs from what the search itself asks of rg.
-func (t *Grep) Argv(args GrepArgs, target string, git bool) []string {
+func (t *Grep) Argv(args GrepArgs, target string) []string {
 	if t.RG != "" {
 		argv := []string{t.RG, "--no-config", "--line-number", "--with-filename", "--no-heading",
-			"--color", "never", "--no-messages", "--hidden"}
-		if git {
-			argv = append(argv, "--glob", "!.git")
-		}
+			"--color", "never", "--no-messages", "--hidden", "--glob", "!.git"}
 		if args.IgnoreCase {
 			argv = append(argv, "--ignore-case")
 		}
