@@ -75,12 +75,11 @@ func BenchmarkSpawn(b *testing.B) {
 
 // BenchmarkGrepConfinement splits the cost of confinement for a search of
 // a large tree: rg unconfined, confined with only seccomp, only Landlock,
-// and both. The tree's parent is the
-// writable root, as the workdir is for the grep tool. Each configuration
-// reports the p50 of its wall time and of rg's CPU time (user and system),
-// the steadier figure on a busy machine. It uses the tree sandboximage/bench
-// builds ($TMPDIR/agentsfleet-bench/tree) and skips without it or without
-// rg.
+// and both. The tree's parent is the writable root, as the workdir is for
+// the grep tool. Each configuration reports the p50 of its wall time and of
+// rg's CPU time (user and system), the steadier figure on a busy machine.
+// It uses the tree sandboximage/bench builds
+// ($TMPDIR/agentsfleet-bench/tree) and skips without it or without rg.
 func BenchmarkGrepConfinement(b *testing.B) {
 	rg, err := exec.LookPath("rg")
 	if err != nil {
