@@ -329,6 +329,45 @@ func TestRefusedSystemCalls(t *testing.T) {
 	}
 }
 
+// Nor can they signal it, or lower its limits, through any of its threads:
+// with the same uid, as on Fargate, the seccomp filter is what refuses it.
+func TestSandboxdCannotBeSignalled(t *testing.T) {
+	t.Parallel()
+	probe := func(seccomp string) map[string][]string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, helperPath, helperArg, "sandboxd-signals", seccomp)
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: []uint32{}}}
+		}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sandboxd stand-in (seccomp %s): %v, output %q", seccomp, err, out)
+		}
+		var got map[string][]string
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("sandboxd stand-in output %q: %v", out, err)
+		}
+		return got
+	}
+	calls := []string{"kill", "tkill", "tgkill", "prlimit64", "rt_sigqueueinfo", "fcntl F_SETOWN"}
+	// Control: without the filter each call reaches it, so the refusals
+	// below are the filter's. (Its pid and at least one thread besides.)
+	control := probe("off")
+	for _, call := range calls {
+		if got := control[call]; len(got) < 2 || slices.ContainsFunc(got, func(r string) bool { return r != "ok" }) {
+			t.Fatalf("control, %s without the filter: %v, want ok for the pid and every thread", call, got)
+		}
+	}
+	got := probe("on")
+	for _, call := range calls {
+		if len(got[call]) < 2 || slices.ContainsFunc(got[call], func(r string) bool { return r != "EPERM" }) {
+			t.Errorf("%s at sandboxd's pid and threads: %v, want EPERM for each", call, got[call])
+		}
+	}
+}
+
 func TestSandboxdIsUnreadable(t *testing.T) {
 	t.Parallel()
 	// A stand-in for sandboxd, holding a token in its environment. As root

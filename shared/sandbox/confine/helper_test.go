@@ -2,12 +2,14 @@ package confine
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -126,6 +128,10 @@ func helperMain(args []string) int {
 		return 0
 	case "sandboxd":
 		return helperSandboxd(rest)
+	case "sandboxd-signals":
+		return helperSandboxdSignals(rest)
+	case "signals":
+		return helperSignals(rest)
 	case "setsid-sleep":
 		// Leave the session and process group, say where we are, linger.
 		if _, err := unix.Setsid(); err != nil {
@@ -288,4 +294,97 @@ func helperSandboxd(args []string) int {
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
 	return 0
+}
+
+// helperSandboxdSignals stands in for sandboxd: it starts one thread of its
+// own (as the Go runtime does when it needs one), then runs a confined
+// "signals" probe at each of its threads, with seccomp on or (control)
+// off, and prints the probe's JSON.
+func helperSandboxdSignals(args []string) int {
+	if len(args) != 1 {
+		return 2
+	}
+	if err := SetNonDumpable(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	started := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		close(started)
+		<-stop
+	}()
+	<-started
+	p := &Policy{ReadOnly: []string{filepath.Dir(os.Args[0])}, noSeccomp: args[0] == "off"}
+	g := currentGuard()
+	targets := []string{strconv.Itoa(g.PID)}
+	for _, tid := range g.TIDs {
+		targets = append(targets, strconv.Itoa(tid))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd, err := p.CommandContext(ctx, os.Args[0], append([]string{helperArg, "signals"}, targets...)...)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	b, err := cmd.Output()
+	if err != nil {
+		fmt.Println("probe:", err)
+		return 1
+	}
+	os.Stdout.Write(b)
+	return 0
+}
+
+// helperSignals tries, at sandboxd's pid (args[0]) and each of its thread
+// ids (the rest), every call that
+// reaches another process of the same uid without ptrace, harmlessly:
+// signal 0, reading its limits, naming it a pipe's owner (no signal is
+// sent without O_ASYNC). It prints, for each call, the results in order:
+// "ok" or the errno's name.
+func helperSignals(args []string) int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer r.Close()
+	defer w.Close()
+	res := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return errnoName(err)
+	}
+	out := map[string][]string{}
+	pid, _ := strconv.Atoi(args[0])
+	for _, a := range args {
+		id, _ := strconv.Atoi(a)
+		out["kill"] = append(out["kill"], res(unix.Kill(id, 0)))
+		_, _, e := unix.Syscall(unix.SYS_TKILL, uintptr(id), 0, 0)
+		out["tkill"] = append(out["tkill"], res(errOrNil(e)))
+		out["tgkill"] = append(out["tgkill"], res(unix.Tgkill(pid, id, 0)))
+		var old unix.Rlimit
+		out["prlimit64"] = append(out["prlimit64"], res(unix.Prlimit(id, unix.RLIMIT_NOFILE, nil, &old)))
+		// siginfo_t with si_code SI_QUEUE, as sigqueue(3) sends it.
+		var info [128]byte
+		binary.NativeEndian.PutUint32(info[8:], uint32(0xffffffff))
+		_, _, e = unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, uintptr(id), 0, uintptr(unsafe.Pointer(&info[0])))
+		out["rt_sigqueueinfo"] = append(out["rt_sigqueueinfo"], res(errOrNil(e)))
+		_, err := unix.FcntlInt(r.Fd(), unix.F_SETOWN, id)
+		out["fcntl F_SETOWN"] = append(out["fcntl F_SETOWN"], res(err))
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return 0
+}
+
+func errOrNil(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
 }

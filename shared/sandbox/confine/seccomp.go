@@ -62,7 +62,7 @@ var mandatory = []string{
 	"delete_module", "keyctl", "add_key", "request_key", "unshare", "setns", "reboot", "swapon",
 	"swapoff", "userfaultfd", "open_by_handle_at", "acct", "quotactl", "settimeofday",
 	"clock_settime", "clone3", "clone", "prctl", "kill", "tgkill", "tkill", "ioctl", "socket",
-	"personality", "fcntl",
+	"personality", "fcntl", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "prlimit64",
 }
 
 // cmp tests one 32-bit half of a system call argument.
@@ -116,28 +116,33 @@ func conditional(g guard) []condRule {
 	if g.PID <= 1 {
 		return rules
 	}
-	// Signals to sandboxd. pid_t arguments are ints: the kernel ignores the
-	// upper half, so only the lower one is compared.
-	targets := [][]cmp{eq(0, uint32(g.PID))}
-	if g.PGID > 1 {
-		targets = append(targets, eq(0, uint32(-int32(g.PGID))))
-	}
-	killTargets := append(append([][]cmp{}, targets...), eq(0, 0xffffffff)) // kill(-1)
+	// Signals to sandboxd, and its resource limits, which a process of the
+	// same uid may lower (as on Fargate, where they share one). kill(2),
+	// rt_sigqueueinfo(2), prlimit64(2) and F_SETOWN take the id of any of
+	// its threads as well as its pid, and then act on the whole process.
+	// pid_t arguments are ints: the kernel ignores the upper half, so only
+	// the lower one is compared.
 	var threads [][]cmp
 	for _, tid := range append([]int{g.PID}, g.TIDs...) {
 		threads = append(threads, eq(0, uint32(tid)))
 	}
-	owners := [][]cmp{{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, uint32(g.PID))}, eq(1, fSetownEx)}
+	targets := [][]cmp{eq(0, uint32(g.PID))}
 	if g.PGID > 1 {
-		owners = append(owners, []cmp{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, uint32(-int32(g.PGID)))})
+		targets = append(targets, eq(0, uint32(-int32(g.PGID))))
+	}
+	killTargets := append(append(slices.Clone(threads), targets[1:]...), eq(0, 0xffffffff)) // kill(-1)
+	owners := [][]cmp{eq(1, fSetownEx)}
+	for _, t := range append(slices.Clone(threads), targets[1:]...) {
+		owners = append(owners, []cmp{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, t[0].val)})
 	}
 	return append(rules,
 		condRule{"kill", killTargets, retEPERM},
 		condRule{"tgkill", targets, retEPERM},
-		condRule{"rt_sigqueueinfo", targets, retEPERM},
+		condRule{"rt_sigqueueinfo", threads, retEPERM},
 		condRule{"rt_tgsigqueueinfo", targets, retEPERM},
 		condRule{"tkill", threads, retEPERM},
 		condRule{"fcntl", owners, retEPERM},
+		condRule{"prlimit64", threads, retEPERM},
 	)
 }
 
@@ -280,14 +285,8 @@ func (r condRule) assemble() ([]bpf.Instruction, error) {
 		}
 		block = append(block, bpf.RetConstant{Val: retAllow}, bpf.RetConstant{Val: r.action})
 	} else {
-		for _, conj := range r.anyOf {
-			n := 2*len(conj) + 1 // a load and a test per cmp, then the return
-			for i, c := range conj {
-				block = append(block,
-					bpf.LoadAbsolute{Off: argOffset(c), Size: 4},
-					bpf.JumpIf{Cond: c.op, Val: c.val, SkipFalse: uint8(n - 2*i - 2)})
-			}
-			block = append(block, bpf.RetConstant{Val: r.action})
+		for _, g := range groups(r.anyOf) {
+			block = append(block, g.code(r.action)...)
 		}
 		block = append(block, bpf.RetConstant{Val: retAllow})
 	}
@@ -295,6 +294,50 @@ func (r condRule) assemble() ([]bpf.Instruction, error) {
 		return nil, fmt.Errorf("seccomp: rule for %s too long", r.name)
 	}
 	return block, nil
+}
+
+// A cmpGroup is conjunctions that differ only in their last test, an
+// equality on one argument (F_SETOWN, then which pid): the tests before it
+// run once, then the values.
+type cmpGroup struct {
+	prefix []cmp
+	last   []cmp
+}
+
+// groups gathers neighbouring conjunctions into cmpGroups.
+func groups(anyOf [][]cmp) []cmpGroup {
+	var out []cmpGroup
+	for _, conj := range anyOf {
+		prefix, last := conj[:len(conj)-1], conj[len(conj)-1]
+		if n := len(out); n > 0 {
+			g := &out[n-1]
+			first := g.last[0]
+			if slices.Equal(g.prefix, prefix) && first.op == bpf.JumpEqual && last.op == bpf.JumpEqual &&
+				first.arg == last.arg && first.hi == last.hi {
+				g.last = append(g.last, last)
+				continue
+			}
+		}
+		out = append(out, cmpGroup{prefix: prefix, last: []cmp{last}})
+	}
+	return out
+}
+
+// code returns the group's instructions: return action when a conjunction
+// holds, else go on to the instructions that follow.
+func (g cmpGroup) code(action uint32) []bpf.Instruction {
+	n := len(g.last)
+	size := 2*len(g.prefix) + 1 + n + 2 // the prefix, a load, the values, a jump and the return
+	var out []bpf.Instruction
+	for _, c := range g.prefix {
+		out = append(out, bpf.LoadAbsolute{Off: argOffset(c), Size: 4})
+		out = append(out, bpf.JumpIf{Cond: c.op, Val: c.val, SkipFalse: uint8(size - len(out) - 1)})
+	}
+	out = append(out, bpf.LoadAbsolute{Off: argOffset(g.last[0]), Size: 4})
+	for i, c := range g.last {
+		out = append(out, bpf.JumpIf{Cond: c.op, Val: c.val, SkipTrue: uint8(n - i)})
+	}
+	return append(out, bpf.Jump{Skip: 1}, bpf.RetConstant{Val: action})
 }
 
 // sameArg reports whether every conjunction is one equality on the same

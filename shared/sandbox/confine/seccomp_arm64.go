@@ -48,6 +48,7 @@ var nativeTable = &sysTable{
 		"open_tree_attr":    unix.SYS_OPEN_TREE_ATTR,
 		"perf_event_open":   unix.SYS_PERF_EVENT_OPEN,
 		"personality":       unix.SYS_PERSONALITY,
+		"prlimit64":         unix.SYS_PRLIMIT64,
 		"pidfd_getfd":       unix.SYS_PIDFD_GETFD,
 		"pidfd_send_signal": unix.SYS_PIDFD_SEND_SIGNAL,
 		"pivot_root":        unix.SYS_PIVOT_ROOT,
