@@ -75,8 +75,13 @@
 //     clone and kill, which the filter can inspect;
 //   - making system calls of another ABI (i386 or arm32 compat, x32): the
 //     process is killed;
-//   - signalling sandboxd with kill, tgkill, tkill, sigqueue or fcntl
-//     F_SETOWN by its pid, its process group or -1 (EPERM);
+//   - signalling sandboxd, or setting its resource limits, with kill,
+//     tgkill, tkill, sigqueue, prlimit or fcntl F_SETOWN by its pid, the id
+//     of any of its threads, its process group or -1 (EPERM). The threads
+//     are those sandboxd has when the command starts: [Start] does not use
+//     a warm trampoline whose filter predates one of them, and sandboxd
+//     keeps idle threads in reserve ([ReserveThreads]) so that it seldom
+//     starts one;
 //   - connecting to abstract UNIX sockets created outside the command, and,
 //     from Landlock ABI 9, to pathname UNIX sockets outside the writable
 //     roots and /tmp (Landlock);
@@ -109,7 +114,12 @@
 //   - bound memory use: RLIMIT_AS bounds virtual address space, which is not
 //     the same thing (programs that reserve large address ranges, like
 //     Chromium or a JVM on a large host, need a larger limit);
-//   - close every signalling path to sandboxd when both share a uid: tkill
-//     to a thread sandboxd starts after the command is not covered (kill,
-//     tgkill, sigqueue, F_SETOWN and the socket owner ioctls are).
+//   - close every path to sandboxd when both share a uid (as in the image):
+//     a thread sandboxd starts while a command runs is not in that
+//     command's filter (the reserve makes this rare), and a command can
+//     still lower sandboxd's priority (setpriority, sched_setaffinity) or
+//     use up the uid's RLIMIT_NPROC, which sandboxd's own threads count
+//     against. Running sandboxd as root with its commands under another
+//     uid, as in local development and CI, closes these: the kernel then
+//     refuses them all.
 package confine

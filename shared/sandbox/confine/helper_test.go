@@ -59,6 +59,9 @@ func testMain(m *testing.M) (int, error) {
 	if err := copyFile(self, helperPath, 0o755); err != nil {
 		return 0, err
 	}
+	// As sandboxd does: a warm trampoline whose filter predates a thread
+	// is not used (Start), and parallel tests start threads.
+	ReserveThreads(32)
 	return m.Run(), nil
 }
 

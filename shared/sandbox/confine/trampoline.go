@@ -161,6 +161,25 @@ var guarded struct {
 	enc   string
 }
 
+// ReserveThreads has the Go runtime start n more threads now and keep them
+// idle; sandboxd calls it when it starts. The seccomp filter of a command
+// names sandboxd's threads as they were when the command started (see
+// guard); a thread the runtime starts later, while the command runs, is not
+// in it, and a command of sandboxd's uid could signal sandboxd through it.
+// The runtime hands work to an idle thread before it starts one, so a
+// reserve makes such threads rare (it does not rule them out: see doc.go).
+func ReserveThreads(n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			// A blocking call long enough for the runtime to hand the
+			// goroutine's processor to another thread.
+			_ = unix.Nanosleep(&unix.Timespec{Nsec: 50e6}, nil)
+		})
+	}
+	wg.Wait()
+}
+
 // guard identifies sandboxd, which confined processes may not signal.
 type guard struct {
 	PID  int
@@ -207,4 +226,6 @@ var tasks = struct {
 	buf [4096]byte
 }{fd: -1}
 
-const maxGuardTIDs = 64
+// maxGuardTIDs bounds the threads the filter names; sandboxd keeps about
+// 35 (ReserveThreads).
+const maxGuardTIDs = 128

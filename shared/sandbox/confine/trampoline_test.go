@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,7 +78,10 @@ func TestGuardSeesNewThreads(t *testing.T) {
 	defer close(stop)
 	for range n {
 		go func() {
-			runtime.LockOSThread() // never unlocked: the thread exits with it
+			// Unlocked before it returns, the thread stays, idle: one that
+			// went away would change the guard and send later tests cold.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
 			started <- unix.Gettid()
 			<-stop
 		}()
@@ -117,5 +121,64 @@ func TestGuardSeesNewThreads(t *testing.T) {
 			t.Fatal("withGuard did not use the filter built for the current threads")
 		}
 		return
+	}
+}
+
+func TestReserveThreads(t *testing.T) {
+	ReserveThreads(48)
+	if g := currentGuard(); len(g.TIDs)+1 < 48 {
+		t.Fatalf("%d threads after reserving 48", len(g.TIDs)+1)
+	}
+}
+
+// A warm trampoline started before sandboxd started a thread has a filter
+// that does not name that thread: Start does not use it, and the pool
+// refills with trampolines that do.
+func TestStaleWarmTrampolineIsNotUsed(t *testing.T) {
+	p := &Policy{Env: []string{"STALE_GUARD_TEST=1"}}
+	prewarm(t, p)
+	stop := make(chan struct{})
+	defer close(stop)
+	// Hold more threads than the reserve has idle, so that some are new,
+	// then reserve idle ones again, so that no more start meanwhile.
+	before := currentGuard().TIDs
+	var locked sync.WaitGroup
+	for range 64 {
+		locked.Add(1)
+		go func() {
+			// Unlocked before it returns, the thread stays: a thread
+			// that goes away changes the guard too, and would send the
+			// tests after this one cold.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			locked.Done()
+			<-stop
+		}()
+	}
+	locked.Wait()
+	ReserveThreads(8)
+	if after := currentGuard().TIDs; len(after) <= len(before) {
+		t.Fatalf("no new thread: %d before, %d after", len(before), len(after))
+	}
+	run := func() int64 {
+		cmd, err := p.Command("true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := warmStarts.Load()
+		if err := Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return warmStarts.Load() - n
+	}
+	if run() != 0 {
+		t.Fatal("a trampoline whose filter predates a thread was used")
+	}
+	prewarm(t, p)
+	if run() != 1 {
+		t.Fatal("the refilled pool was not used")
 	}
 }

@@ -81,7 +81,7 @@ func (r warmRequest) encode() ([]byte, bool) {
 // trampoline can be had, it calls cmd.Start. Afterwards use cmd as after
 // cmd.Start: Wait, Process, ProcessState, KillGroup.
 func Start(cmd *exec.Cmd) error {
-	req, files, key, ok := warmable(cmd)
+	req, files, key, guard, ok := warmable(cmd)
 	if !ok {
 		return cmd.Start()
 	}
@@ -104,6 +104,13 @@ func Start(cmd *exec.Cmd) error {
 		if w == nil {
 			break
 		}
+		if w.guard != guard {
+			// sandboxd has started threads since these trampolines
+			// did: their filters do not guard them.
+			w.release()
+			pl.drain()
+			break
+		}
 		err, started := w.run(req.Dir, msg, files, dir)
 		if started {
 			cmd.Process = w.cmd.Process
@@ -117,37 +124,36 @@ func Start(cmd *exec.Cmd) error {
 	return cmd.Start()
 }
 
-// warmable returns the request for cmd and the key of its policy, or false
-// when cmd needs cmd.Start.
-func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
-	var files [3]*os.File
+// warmable returns the request for cmd, the key of its policy and the guard
+// lines that complete it, or false when cmd needs cmd.Start.
+func warmable(cmd *exec.Cmd) (req warmRequest, files [3]*os.File, key, guard string, ok bool) {
 	if cmd.Process != nil || cmd.Err != nil || cmd.Cancel != nil || len(cmd.ExtraFiles) > 0 ||
 		cmd.Path != selfExe || len(cmd.Args) < 2 || cmd.Args[0] != trampolineArg0 {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	attr := cmd.SysProcAttr
 	if attr == nil || !attr.Setsid || attr.Pdeathsig != syscall.SIGKILL {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	rest := *attr
 	rest.Setsid, rest.Pdeathsig, rest.Setctty = false, 0, false
 	if !reflect.ValueOf(rest).IsZero() { // Ctty too: it must be 0 (stdin)
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
 		switch f := s.(type) {
 		case nil:
 		case *os.File:
 			if f == nil {
-				return warmRequest{}, files, "", false
+				return warmRequest{}, files, "", "", false
 			}
 			files[i] = f
 		default:
-			return warmRequest{}, files, "", false
+			return warmRequest{}, files, "", "", false
 		}
 	}
 	if attr.Setctty && files[0] == nil {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	// The policy is the last variable Command set; a caller may have
 	// appended others after it.
@@ -161,31 +167,38 @@ func warmable(cmd *exec.Cmd) (warmRequest, [3]*os.File, string, bool) {
 		env = append(env, kv)
 	}
 	if !strings.HasPrefix(enc, policyMagic+"\n") {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	// The guard and the filter built for it, which withGuard put last, are
 	// those of the warm trampoline's start.
-	key, _, ok := strings.Cut(enc, "\nguard ")
+	key, guard, ok = strings.Cut(enc, "\nguard ")
 	if !ok {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
 	var err error
 	dir := cmd.Dir
 	if dir == "" {
 		// The cold trampoline inherits sandboxd's; the warm one is in /.
 		if dir, err = os.Getwd(); err != nil {
-			return warmRequest{}, files, "", false
+			return warmRequest{}, files, "", "", false
 		}
 	} else if !filepath.IsAbs(dir) {
-		return warmRequest{}, files, "", false
+		return warmRequest{}, files, "", "", false
 	}
-	return warmRequest{Argv: cmd.Args[1:], Env: Scrub(env), Dir: dir, TTY: attr.Setctty}, files, key + "\n", true
+	return warmRequest{Argv: cmd.Args[1:], Env: Scrub(env), Dir: dir, TTY: attr.Setctty}, files, key + "\n", guard, true
 }
 
 // warm is a started warm trampoline.
 type warm struct {
-	cmd  *exec.Cmd
-	conn *os.File // our end of its socket
+	cmd   *exec.Cmd
+	conn  *os.File // our end of its socket
+	guard string   // the guard lines of its policy: sandboxd's threads at its start
+}
+
+// release lets w go unused: it exits when its socket closes.
+func (w *warm) release() {
+	w.conn.Close()
+	go func() { _ = w.cmd.Wait() }()
 }
 
 // run hands w the request. started reports that the command runs (w is
@@ -403,5 +416,6 @@ func startWarm(key string) (*warm, error) {
 		return nil, fmt.Errorf("warm trampoline did not start: %v", err)
 	}
 	_ = ours.SetReadDeadline(time.Time{})
-	return &warm{cmd: cmd, conn: ours}, nil
+	_, guard, _ := strings.Cut(enc, "\nguard ")
+	return &warm{cmd: cmd, conn: ours, guard: guard}, nil
 }

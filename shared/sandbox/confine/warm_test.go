@@ -20,7 +20,7 @@ func prewarm(t *testing.T, p *Policy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, key, ok := warmable(cmd)
+	_, _, key, _, ok := warmable(cmd)
 	if !ok {
 		t.Fatal("a plain command is not warmable")
 	}
@@ -213,7 +213,7 @@ func TestStartSurvivesKilledWarmTrampolines(t *testing.T) {
 	p := &Policy{Env: []string{"KILLED_WARM=1"}}
 	prewarm(t, p)
 	cmd, _ := p.Command("true")
-	_, _, key, _ := warmable(cmd)
+	_, _, key, _, _ := warmable(cmd)
 	pl := poolFor(key)
 	var taken []*warm
 	for len(pl.ready) > 0 {

@@ -157,6 +157,8 @@ func closeAll(tools []sandbox.Tool) {
 func mainServe(args []string, d Defaults, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	hardenProcess(log)
+	// A server runs commands while it starts threads; call runs one.
+	confine.ReserveThreads(reservedThreads)
 	var rf rootFlags
 	fs := newFlagSet("serve", stderr)
 	rf.register(fs)
@@ -252,3 +254,9 @@ func hardenProcess(log *slog.Logger) {
 		log.Warn("could not mark sandboxd non-dumpable", "err", err)
 	}
 }
+
+// reservedThreads is the server's reserve of idle threads, so that the
+// seccomp filters of its commands name the threads it runs on
+// (confine.ReserveThreads): about one for each command running at once (its
+// reaper waits in a system call), and a few for the file tools.
+const reservedThreads = 32
