@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 )
 
@@ -132,6 +134,54 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if status := p.waitExit(t, 10*time.Second); status != 0 {
 		t.Fatalf("after SIGTERM: exit %d, want 0\n%s", status, p.log())
+	}
+}
+
+// Its commands cannot stop sandboxd by signalling any of its threads, not
+// even threads it starts while serving (each running command has one
+// waiting for it). When the test runs as root, sandboxd runs as
+// confine.NobodyID, so that its commands share its uid, as in the image:
+// then the seccomp filter is what stands between them and it.
+func TestServeSurvivesItsCommands(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(f.base, "sandboxd")
+	if b, err := os.ReadFile(self); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	cmd := exec.Command(bin, mainArg, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--idle-timeout", "0")
+	cmd.Env = append(os.Environ(), server.TokenEnv+"="+testToken)
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: confine.NobodyID, Gid: confine.NobodyID, Groups: []uint32{}}}
+	}
+	p := runServe(t, cmd)
+	c := p.client()
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	probe := fmt.Sprintf(`{"command":"n=0; for t in $(ls /proc/%s/task); do kill -0 $t 2>/dev/null && n=$((n+1)); done; echo reachable $n"}`, pid)
+	for round := range 4 {
+		// Commands running at once, each with a thread of sandboxd
+		// waiting for it, while the probe lists and tries every thread.
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { c.result(t, "bash", `{"command":"sleep 0.2"}`) })
+		}
+		time.Sleep(50 * time.Millisecond)
+		if res := c.result(t, "bash", probe); res.Output != "reachable 0\n[exit code 0]" {
+			t.Errorf("round %d: %q: a command can signal sandboxd", round, res.Output)
+		}
+		wg.Wait()
+	}
+	kill := fmt.Sprintf(`{"command":"for t in $(ls /proc/%s/task); do kill -9 $t; prlimit --pid $t --nofile=1:1; done 2>/dev/null; true"}`, pid)
+	c.result(t, "bash", kill)
+	if got := get(t, "http://"+p.addr+server.HealthPath); got != http.StatusOK {
+		t.Fatalf("after kill -9 and prlimit at each of its threads: healthz %d\n%s", got, p.log())
+	}
+	if res := c.result(t, "read", `{"path":"/etc/hostname"}`); res.IsError {
+		t.Fatalf("after prlimit at each of its threads, read fails: %q", res.Output)
 	}
 }
 

@@ -144,6 +144,12 @@ func startServe(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
 	cmd := sandboxd(t, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
+	return runServe(t, cmd)
+}
+
+// runServe starts cmd, a sandboxd serve, and waits for it to listen.
+func runServe(t *testing.T, cmd *exec.Cmd) *process {
+	t.Helper()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
