@@ -187,9 +187,12 @@ type guard struct {
 	TIDs []int
 }
 
-// currentGuard lists sandboxd's threads anew (the Go runtime starts threads
-// as it needs them), rereading one open /proc/self/task rather than opening
-// it for every command.
+// currentGuard returns sandboxd's threads as they are now: the Go runtime
+// starts threads as it needs them. Listing /proc/self/task takes some 70 µs
+// with the reserve of idle threads, so the list is kept while the kernel's
+// count of the threads (the directory's link count, 2 + threads) is
+// unchanged: the runtime only ever adds threads, except when a goroutine
+// locked to one exits, which sandboxd never does.
 func currentGuard() guard {
 	g := guard{PID: os.Getpid(), PGID: syscall.Getpgrp()}
 	tasks.Lock()
@@ -200,6 +203,16 @@ func currentGuard() guard {
 			return g
 		}
 		tasks.fd = fd
+	}
+	// Counted before the listing: a thread started in between is listed
+	// and the next call lists again.
+	var st unix.Stat_t
+	if err := unix.Fstat(tasks.fd, &st); err != nil {
+		return g
+	}
+	if tasks.listed && uint64(st.Nlink) == tasks.links {
+		g.TIDs = tasks.tids
+		return g
 	}
 	if _, err := unix.Seek(tasks.fd, 0, io.SeekStart); err != nil {
 		return g
@@ -217,15 +230,19 @@ func currentGuard() guard {
 			g.TIDs = append(g.TIDs, tid)
 		}
 	}
+	tasks.links, tasks.tids, tasks.listed = uint64(st.Nlink), g.TIDs, true
 	return g
 }
 
 var tasks = struct {
 	sync.Mutex
-	fd  int
-	buf [4096]byte
+	fd     int
+	buf    [4096]byte
+	listed bool
+	links  uint64 // the link count when tids was listed
+	tids   []int  // shared: read only
 }{fd: -1}
 
 // maxGuardTIDs bounds the threads the filter names; sandboxd keeps about
-// 35 (ReserveThreads).
+// 100 (ReserveThreads).
 const maxGuardTIDs = 128

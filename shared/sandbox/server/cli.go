@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
 )
 
 // Exit statuses of sandboxd.
@@ -257,6 +258,8 @@ func hardenProcess(log *slog.Logger) {
 
 // reservedThreads is the server's reserve of idle threads, so that the
 // seccomp filters of its commands name the threads it runs on
-// (confine.ReserveThreads): about one for each command running at once (its
-// reaper waits in a system call), and a few for the file tools.
-const reservedThreads = 32
+// (confine.ReserveThreads): one for each command that can run at once (its
+// reaper waits in a system call), that is the exec_command sessions
+// (session.DefaultMaxSessions) and a bash or grep call or two, and some for
+// the file tools. Idle threads cost their stacks' touched pages only.
+const reservedThreads = session.DefaultMaxSessions + 32
