@@ -351,7 +351,7 @@ func TestSandboxdCannotBeSignalled(t *testing.T) {
 		}
 		return got
 	}
-	calls := []string{"kill", "tkill", "tgkill", "prlimit64", "rt_sigqueueinfo", "fcntl F_SETOWN"}
+	calls := []string{"kill", "tkill", "tgkill", "prlimit64", "rt_sigqueueinfo", "fcntl F_SETOWN", "setpriority", "sched_setaffinity"}
 	// Control: without the filter each call reaches it, so the refusals
 	// below are the filter's. (Its pid and at least one thread besides.)
 	control := probe("off")

@@ -75,9 +75,12 @@
 //     clone and kill, which the filter can inspect;
 //   - making system calls of another ABI (i386 or arm32 compat, x32): the
 //     process is killed;
-//   - signalling sandboxd, or setting its resource limits, with kill,
-//     tgkill, tkill, sigqueue, prlimit or fcntl F_SETOWN by its pid, the id
-//     of any of its threads, its process group or -1 (EPERM). The threads
+//   - signalling sandboxd, setting its resource limits or changing its
+//     scheduling, with kill, tgkill, tkill, sigqueue, prlimit, fcntl
+//     F_SETOWN, setpriority, ioprio_set or sched_set*, by its pid, the id
+//     of any of its threads, its process group, its parent (tini in the
+//     image, which passes signals on), init, -1 or its whole user (EPERM).
+//     The threads
 //     are those sandboxd has when the command starts: [Start] does not use
 //     a warm trampoline whose filter predates one of them, and sandboxd
 //     keeps idle threads in reserve ([ReserveThreads]) so that it seldom
@@ -117,7 +120,6 @@
 //   - close every path to sandboxd when both share a uid (as in the image):
 //     a thread sandboxd starts while a command runs is not in that
 //     command's filter (the reserve makes this rare), and a command can
-//     still lower sandboxd's priority (setpriority, sched_setaffinity) or
 //     use up the uid's RLIMIT_NPROC, which sandboxd's own threads count
 //     against. Running sandboxd as root with its commands under another
 //     uid, as in local development and CI, closes these: the kernel then

@@ -379,6 +379,17 @@ func helperSignals(args []string) int {
 		out["rt_sigqueueinfo"] = append(out["rt_sigqueueinfo"], res(errOrNil(e)))
 		_, err := unix.FcntlInt(r.Fd(), unix.F_SETOWN, id)
 		out["fcntl F_SETOWN"] = append(out["fcntl F_SETOWN"], res(err))
+		// Its own priority and CPUs again: allowed, they change nothing.
+		prio, err := unix.Getpriority(unix.PRIO_PROCESS, id)
+		if err == nil {
+			err = unix.Setpriority(unix.PRIO_PROCESS, id, 20-prio) // the raw call returns 20 - nice
+		}
+		out["setpriority"] = append(out["setpriority"], res(err))
+		var cpus unix.CPUSet
+		if err = unix.SchedGetaffinity(id, &cpus); err == nil {
+			err = unix.SchedSetaffinity(id, &cpus)
+		}
+		out["sched_setaffinity"] = append(out["sched_setaffinity"], res(err))
 	}
 	b, _ := json.Marshal(out)
 	fmt.Println(string(b))

@@ -62,7 +62,8 @@ var mandatory = []string{
 	"delete_module", "keyctl", "add_key", "request_key", "unshare", "setns", "reboot", "swapon",
 	"swapoff", "userfaultfd", "open_by_handle_at", "acct", "quotactl", "settimeofday",
 	"clock_settime", "clone3", "clone", "prctl", "kill", "tgkill", "tkill", "ioctl", "socket",
-	"personality", "fcntl", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "prlimit64",
+	"personality", "fcntl", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "prlimit64", "setpriority",
+	"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr", "ioprio_set",
 }
 
 // cmp tests one 32-bit half of a system call argument.
@@ -93,6 +94,9 @@ const (
 	siocspgrp       = 0x8902
 	fSetown         = 8
 	fSetownEx       = 15
+	// setpriority's and ioprio_set's "which".
+	prioProcess, prioPgrp, prioUser       = 0, 1, 2
+	ioprioProcess, ioprioPgrp, ioprioUser = 1, 2, 3
 )
 
 // conditional builds the argument-dependent refusals. g is sandboxd.
@@ -116,34 +120,61 @@ func conditional(g guard) []condRule {
 	if g.PID <= 1 {
 		return rules
 	}
-	// Signals to sandboxd, and its resource limits, which a process of the
-	// same uid may lower (as on Fargate, where they share one). kill(2),
-	// rt_sigqueueinfo(2), prlimit64(2) and F_SETOWN take the id of any of
-	// its threads as well as its pid, and then act on the whole process.
-	// pid_t arguments are ints: the kernel ignores the upper half, so only
-	// the lower one is compared.
-	var threads [][]cmp
-	for _, tid := range append([]int{g.PID}, g.TIDs...) {
-		threads = append(threads, eq(0, uint32(tid)))
+	// What a process of sandboxd's uid (as on Fargate, where they share
+	// one) could do to it: signal it, lower its resource limits or its
+	// scheduling. kill(2), rt_sigqueueinfo(2), prlimit64(2) and F_SETOWN
+	// take the id of any of its threads as well as its pid, and then act
+	// on the whole process; the scheduling calls act on the thread named.
+	// Its parent (tini in the image) and init pass signals on to it, so
+	// they count as sandboxd. setpriority and ioprio_set for a whole user
+	// would reach it too and are refused. pid_t arguments are ints: the
+	// kernel ignores the upper half, so only the lower one is compared.
+	ids, procs := append([]int{g.PID}, g.TIDs...), []int{g.PID}
+	for _, pid := range []int{g.PPID, 1} {
+		if pid > 0 && !slices.Contains(ids, pid) {
+			ids, procs = append(ids, pid), append(procs, pid)
+		}
 	}
-	targets := [][]cmp{eq(0, uint32(g.PID))}
+	var self, targets [][]cmp // any id that stands for sandboxd; a process id
+	for _, id := range ids {
+		self = append(self, eq(0, uint32(id)))
+	}
+	for _, pid := range procs {
+		targets = append(targets, eq(0, uint32(pid)))
+	}
+	var group [][]cmp // its process group, as a negative pid
 	if g.PGID > 1 {
-		targets = append(targets, eq(0, uint32(-int32(g.PGID))))
+		group = [][]cmp{eq(0, uint32(-int32(g.PGID)))}
+		targets = append(targets, group...)
 	}
-	killTargets := append(append(slices.Clone(threads), targets[1:]...), eq(0, 0xffffffff)) // kill(-1)
+	killTargets := append(append(slices.Clone(self), group...), eq(0, 0xffffffff)) // kill(-1)
+	// which == w and who (arg1) names sandboxd, for each of its ids.
+	whoIs := func(w uint32, who [][]cmp) [][]cmp {
+		var out [][]cmp
+		for _, id := range who {
+			out = append(out, []cmp{lo(0, bpf.JumpEqual, w), lo(1, bpf.JumpEqual, id[0].val)})
+		}
+		return out
+	}
 	owners := [][]cmp{eq(1, fSetownEx)}
-	for _, t := range append(slices.Clone(threads), targets[1:]...) {
+	for _, t := range append(slices.Clone(self), group...) {
 		owners = append(owners, []cmp{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, t[0].val)})
 	}
-	return append(rules,
+	priority := append(append(whoIs(prioProcess, self), whoIs(prioPgrp, [][]cmp{eq(0, uint32(g.PGID))})...), eq(0, prioUser))
+	ioPriority := append(append(whoIs(ioprioProcess, self), whoIs(ioprioPgrp, [][]cmp{eq(0, uint32(g.PGID))})...), eq(0, ioprioUser))
+	rules = append(rules,
 		condRule{"kill", killTargets, retEPERM},
 		condRule{"tgkill", targets, retEPERM},
-		condRule{"rt_sigqueueinfo", threads, retEPERM},
 		condRule{"rt_tgsigqueueinfo", targets, retEPERM},
-		condRule{"tkill", threads, retEPERM},
 		condRule{"fcntl", owners, retEPERM},
-		condRule{"prlimit64", threads, retEPERM},
+		condRule{"setpriority", priority, retEPERM},
+		condRule{"ioprio_set", ioPriority, retEPERM},
 	)
+	// The calls whose first argument is the process or thread acted on.
+	for _, name := range []string{"tkill", "rt_sigqueueinfo", "prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"} {
+		rules = append(rules, condRule{name, self, retEPERM})
+	}
+	return rules
 }
 
 // sysTable is an architecture's audit id and the numbers of the calls the
@@ -369,7 +400,7 @@ func argOffset(c cmp) uint32 {
 // program to load rather than one to build. The last few programs are
 // cached: g changes only when sandboxd's threads do.
 func compiledFilter(g guard) (string, error) {
-	key := strconv.Itoa(g.PID) + " " + strconv.Itoa(g.PGID)
+	key := strconv.Itoa(g.PID) + " " + strconv.Itoa(g.PGID) + " " + strconv.Itoa(g.PPID)
 	for _, tid := range g.TIDs {
 		key += " " + strconv.Itoa(tid)
 	}

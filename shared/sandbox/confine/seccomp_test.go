@@ -26,7 +26,7 @@ func seccompData(archID arch.AuditArch, nr uint32, args ...uint64) []byte {
 
 func TestSeccompFilterDecisions(t *testing.T) {
 	t.Parallel()
-	g := guard{PID: 4242, PGID: 4200, TIDs: []int{4243, 4244}}
+	g := guard{PID: 4242, PGID: 4200, TIDs: []int{4243, 4244}, PPID: 4100}
 	neg := func(v int) uint64 { return uint64(uint32(int32(-v))) }
 	for _, a := range []*arch.Info{arch.X86_64, arch.AARCH64} {
 		t.Run(a.Name, func(t *testing.T) {
@@ -78,6 +78,23 @@ func TestSeccompFilterDecisions(t *testing.T) {
 				{"prlimit64 another pid", seccompData(a.ID, nr("prlimit64"), 4300, unix.RLIMIT_NOFILE), retAllow},
 				{"fcntl F_SETOWN a sandboxd thread", seccompData(a.ID, nr("fcntl"), 3, fSetown, 4243), retEPERM},
 				{"fcntl F_SETOWN sandboxd's group", seccompData(a.ID, nr("fcntl"), 3, fSetown, neg(4200)), retEPERM},
+				{"kill sandboxd's parent", seccompData(a.ID, nr("kill"), 4100, 15), retEPERM},
+				{"kill init", seccompData(a.ID, nr("kill"), 1, 15), retEPERM},
+				{"tgkill init", seccompData(a.ID, nr("tgkill"), 1, 1, 15), retEPERM},
+				{"tkill sandboxd's parent", seccompData(a.ID, nr("tkill"), 4100, 15), retEPERM},
+				{"setpriority a sandboxd thread", seccompData(a.ID, nr("setpriority"), prioProcess, 4243, 19), retEPERM},
+				{"setpriority itself", seccompData(a.ID, nr("setpriority"), prioProcess, 0, 19), retAllow},
+				{"setpriority another pid", seccompData(a.ID, nr("setpriority"), prioProcess, 4300, 19), retAllow},
+				{"setpriority sandboxd's group", seccompData(a.ID, nr("setpriority"), prioPgrp, 4200, 19), retEPERM},
+				{"setpriority a user", seccompData(a.ID, nr("setpriority"), prioUser, 0, 19), retEPERM},
+				{"ioprio_set sandboxd", seccompData(a.ID, nr("ioprio_set"), ioprioProcess, 4242, 0), retEPERM},
+				{"ioprio_set a user", seccompData(a.ID, nr("ioprio_set"), ioprioUser, 0, 0), retEPERM},
+				{"ioprio_set another pid", seccompData(a.ID, nr("ioprio_set"), ioprioProcess, 4300, 0), retAllow},
+				{"sched_setaffinity a sandboxd thread", seccompData(a.ID, nr("sched_setaffinity"), 4244, 8, 0), retEPERM},
+				{"sched_setaffinity itself", seccompData(a.ID, nr("sched_setaffinity"), 0, 8, 0), retAllow},
+				{"sched_setscheduler sandboxd", seccompData(a.ID, nr("sched_setscheduler"), 4242, 0, 0), retEPERM},
+				{"sched_setparam sandboxd", seccompData(a.ID, nr("sched_setparam"), 4242, 0), retEPERM},
+				{"sched_setattr sandboxd", seccompData(a.ID, nr("sched_setattr"), 4242, 0, 0), retEPERM},
 				{"tgkill sandboxd", seccompData(a.ID, nr("tgkill"), 4242, 4242, 9), retEPERM},
 				{"tkill a sandboxd thread", seccompData(a.ID, nr("tkill"), 4244, 9), retEPERM},
 				{"tkill another thread", seccompData(a.ID, nr("tkill"), 5000, 9), retAllow},

@@ -138,7 +138,8 @@ func withGuard(key string) (string, error) {
 	g := currentGuard()
 	guarded.Lock()
 	defer guarded.Unlock()
-	if key == guarded.key && slices.Equal(g.TIDs, guarded.guard.TIDs) && g.PID == guarded.guard.PID && g.PGID == guarded.guard.PGID {
+	if key == guarded.key && slices.Equal(g.TIDs, guarded.guard.TIDs) && g.PID == guarded.guard.PID &&
+		g.PGID == guarded.guard.PGID && g.PPID == guarded.guard.PPID {
 		return guarded.enc, nil
 	}
 	enc := key + "guard " + strconv.Itoa(g.PID) + "\n"
@@ -185,6 +186,9 @@ type guard struct {
 	PID  int
 	PGID int
 	TIDs []int
+	// PPID is sandboxd's parent: tini in the image, which passes the
+	// signals it gets on to sandboxd.
+	PPID int
 }
 
 // currentGuard returns sandboxd's threads as they are now: the Go runtime
@@ -194,7 +198,7 @@ type guard struct {
 // unchanged: the runtime only ever adds threads, except when a goroutine
 // locked to one exits, which sandboxd never does.
 func currentGuard() guard {
-	g := guard{PID: os.Getpid(), PGID: syscall.Getpgrp()}
+	g := guard{PID: os.Getpid(), PGID: syscall.Getpgrp(), PPID: os.Getppid()}
 	tasks.Lock()
 	defer tasks.Unlock()
 	if tasks.fd < 0 {
