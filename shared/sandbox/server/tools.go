@@ -33,9 +33,16 @@ type Config struct {
 }
 
 // PolicyFor is the confinement of processes over roots: the writable roots
-// writable, the others (data, system directories) read-only.
+// writable, the others (data, system directories) read-only. The process
+// limit counts every thread of the uid: where sandboxd shares it with its
+// commands (the image), its reserve of threads (reservedThreads) counts
+// too, so the limit is raised by as much.
 func PolicyFor(roots *sandbox.Roots) *confine.Policy {
-	return &confine.Policy{ReadOnly: roots.ReadOnlyPaths(), Writable: roots.WritablePaths()}
+	return &confine.Policy{
+		ReadOnly: roots.ReadOnlyPaths(),
+		Writable: roots.WritablePaths(),
+		Limits:   confine.Limits{Processes: confine.DefaultLimits.Processes + reservedThreads},
+	}
 }
 
 // Tools returns every tool sandboxd serves, built over cfg. It is the one

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 )
 
@@ -37,5 +39,26 @@ func TestToolsRegistry(t *testing.T) {
 	}
 	if _, err := server.Call(context.Background(), tools, "read", []byte(`[]`)); !errors.Is(err, server.ErrNotObject) {
 		t.Fatalf("Call(read, []) = %v, want ErrNotObject", err)
+	}
+}
+
+// sandboxd's reserve of threads counts against its commands' process limit
+// where they share a uid, so their limit is raised by as much.
+func TestCommandsProcessLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tools := server.Tools(server.Config{Roots: f.roots})
+	for _, tool := range tools {
+		if c, ok := tool.(io.Closer); ok {
+			defer c.Close()
+		}
+	}
+	res, err := server.Call(context.Background(), tools, "bash", []byte(`{"command":"awk '/Max processes/ {print $3}' /proc/self/limits"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatUint(confine.DefaultLimits.Processes+96, 10) + "\n[exit code 0]"
+	if res.Output != want {
+		t.Fatalf("the process limit of a command: %q, want %q", res.Output, want)
 	}
 }
