@@ -80,11 +80,10 @@
 //     F_SETOWN, setpriority, ioprio_set or sched_set*, by its pid, the id
 //     of any of its threads, its process group, its parent (tini in the
 //     image, which passes signals on), init, -1 or its whole user (EPERM).
-//     The threads
-//     are those sandboxd has when the command starts: [Start] does not use
-//     a warm trampoline whose filter predates one of them, and sandboxd
-//     keeps idle threads in reserve ([ReserveThreads]) so that it seldom
-//     starts one;
+//     The threads are those sandboxd has when the command starts: [Start]
+//     does not use a warm trampoline whose filter predates one of them,
+//     and sandboxd keeps idle threads in reserve ([ReserveThreads]) so
+//     that it seldom starts one;
 //   - connecting to abstract UNIX sockets created outside the command, and,
 //     from Landlock ABI 9, to pathname UNIX sockets outside the writable
 //     roots and /tmp (Landlock);
