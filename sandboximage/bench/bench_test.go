@@ -260,19 +260,14 @@ func verdict(got, target float64) string {
 // alternate runs a and b n times each, interleaved so that machine load
 // falls on both alike, and returns their p50s.
 func alternate(n int, a, b func()) (time.Duration, time.Duration) {
-	d := alternateAll(n, a, b)
+	d := alternateAll(n, 0, a, b)
 	return d[0], d[1]
 }
 
 // alternateAll runs each of fs in turn, n rounds, and returns their p50s.
-func alternateAll(n int, fs ...func()) []time.Duration {
-	return alternateSpaced(n, 0, fs...)
-}
-
-// alternateSpaced is alternateAll with a pause after each call, so that
-// what a call leaves running (sandboxd replacing the warm trampoline it
-// used) is not timed as part of the next one.
-func alternateSpaced(n int, pause time.Duration, fs ...func()) []time.Duration {
+// pause follows each call, so that what a call leaves running (sandboxd
+// replacing the warm trampoline it used) is not timed in the next one.
+func alternateAll(n int, pause time.Duration, fs ...func()) []time.Duration {
 	ds := make([][]time.Duration, len(fs))
 	for range n {
 		for i, f := range fs {
@@ -317,7 +312,7 @@ func BenchmarkBashTrue(b *testing.B) {
 	}
 	// 5 ms apart: an agent's commands come seconds apart, and each leaves
 	// sandboxd starting a warm trampoline for the next one.
-	p := alternateSpaced(100, 5*time.Millisecond,
+	p := alternateAll(100, 5*time.Millisecond,
 		func() { a.call(b, "bash", `{"command":"true"}`) },
 		func() {
 			if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
@@ -366,7 +361,7 @@ func BenchmarkGrep(b *testing.B) {
 		}
 	}
 	toolArgv := (&shell.Grep{RG: rg}).Argv(shell.GrepArgs{Pattern: needle}, "./tree")
-	p := alternateAll(21, func() { a.call(b, "grep", args) }, rgRun("-n", needle, "tree"), rgRun(toolArgv[1:]...))
+	p := alternateAll(21, 0, func() { a.call(b, "grep", args) }, rgRun("-n", needle, "tree"), rgRun(toolArgv[1:]...))
 	viaP50, rgP50, toolP50 := p[0], p[1], p[2]
 	ratio := float64(viaP50) / float64(rgP50)
 	b.ReportMetric(millis(viaP50), "sandboxd-p50-ms")
