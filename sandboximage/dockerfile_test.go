@@ -143,7 +143,6 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 
 	want := map[string]string{
 		"COPY":    "--from=build " + builtTo + " " + sandboximage.BinaryPath,
-		"USER":    fmt.Sprintf("%d:%d", sandboximage.UID, sandboximage.GID),
 		"WORKDIR": sandboximage.Workdir,
 		"EXPOSE":  fmt.Sprint(sandboximage.Port),
 	}
@@ -152,6 +151,13 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 		if len(got) != 1 || got[0] != w {
 			t.Errorf("runtime stage %s = %q, want [%q]", cmd, got, w)
 		}
+	}
+	// sandboxd runs as root, its commands as the agent user.
+	if users := find(final, "USER"); len(users) != 0 {
+		t.Errorf("runtime stage USER %q: sandboxd must run as root, to start its commands as %s (--user) apart from itself", users, sandboximage.User)
+	}
+	if args := strings.Join(sandboximage.ServeArgs(), " "); !strings.Contains(args, fmt.Sprintf("--user %d:%d", sandboximage.UID, sandboximage.GID)) {
+		t.Errorf("sandboxd serve %s does not run its commands as %d:%d", args, sandboximage.UID, sandboximage.GID)
 	}
 	health := find(final, "HEALTHCHECK")
 	if len(health) != 1 {

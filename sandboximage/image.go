@@ -15,8 +15,15 @@ const (
 	// InitPath is the image's PID 1 (tini), which starts sandboxd, forwards
 	// signals to it and reaps the orphans commands leave behind.
 	InitPath = "/usr/bin/tini"
-	// User and UID name the non-root user sandboxd runs as; GID is its
-	// group. The user owns AgentDir, Workdir and WorkspaceDir.
+	// User, UID and GID are the image's non-root user, which owns
+	// AgentDir, Workdir and WorkspaceDir. tini and sandboxd start as root
+	// (the image sets no USER, and the task definition must not set one
+	// either); sandboxd then acts as UID:GID (ServeArgs' --user; its file
+	// tools meet that user's permissions) with root kept as its real id,
+	// and starts every command as UID:GID through and through. Were they
+	// one uid, commands could signal sandboxd, use up the process limit its
+	// threads count against, and read the environment of tini, which holds
+	// the token: where Landlock is missing, only the uid stands in the way.
 	User = "agent"
 	UID  = 10001
 	GID  = 10001
@@ -53,7 +60,7 @@ func Entrypoint() []string { return []string{InitPath, "--", BinaryPath} }
 // ServeArgs are the arguments the image runs sandboxd with (its CMD).
 func ServeArgs() []string {
 	return []string{"serve", "--listen", ListenAddr, "--workdir", Workdir, "--agent", AgentDir,
-		"--data", DataDir, "--workspace", WorkspaceDir}
+		"--data", DataDir, "--workspace", WorkspaceDir, "--user", strconv.Itoa(UID) + ":" + strconv.Itoa(GID)}
 }
 
 // HealthCheck is the command a container health check runs (the

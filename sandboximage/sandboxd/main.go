@@ -1,7 +1,7 @@
 // Command sandboxd serves the sandbox tools (read, grep, glob, list, bash, …)
 // over HTTP for the runner, or runs one of them from the command line:
 //
-//	sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] TOOL 'JSON'
+//	sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] TOOL 'JSON'
 //	sandboxd serve --listen ADDR [same root flags] [--idle-timeout D] [--tls-cert F --tls-key F]
 //	sandboxd health [--addr HOST:PORT]
 //

@@ -11,7 +11,8 @@ import (
 )
 
 // SystemDirs are the system directories every fleet may read. Permissions
-// inside them are the boundary there: sandboxd runs as a non-root user.
+// inside them are the boundary there: sandboxd's file tools and its
+// commands run as a non-root user (confine.ActAs when sandboxd is root).
 var SystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
 // ErrOutside is wrapped by every error for a path outside the agent's data.

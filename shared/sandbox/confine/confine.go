@@ -154,7 +154,7 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		Landlock: LandlockABI() > 0 && !p.noLandlock,
 		Seccomp:  !p.noSeccomp,
 	}
-	if os.Geteuid() == 0 {
+	if isRoot() {
 		w.UID, w.GID = ids(p.UID, p.GID)
 	}
 	var err error
@@ -182,14 +182,51 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 }
 
 // Identity returns the uid and gid a process confined under p runs as:
-// p.UID and p.GID (zero meaning NobodyID) when sandboxd is root, sandboxd's
-// own otherwise. sandboxd uses it to hand the process things it must own,
-// such as its terminal.
+// p.UID and p.GID (zero meaning NobodyID) when sandboxd is root, acting as
+// another user or not (ActAs), sandboxd's own otherwise. sandboxd uses it
+// to hand the process things it must own, such as its terminal.
 func (p *Policy) Identity() (uid, gid int) {
-	if os.Geteuid() != 0 {
+	if !isRoot() {
 		return os.Getuid(), os.Getgid()
 	}
 	return ids(p.UID, p.GID)
+}
+
+// isRoot reports whether sandboxd runs as root: its real uid is root's,
+// whatever ActAs made its effective one.
+func isRoot() bool { return os.Getuid() == 0 }
+
+// ActAs makes a root process act as uid:gid (zero meaning NobodyID), the
+// identity it gives its commands, while it stays root underneath. Its
+// effective (and so file-system) ids become uid:gid and its supplementary
+// groups go: sandboxd's own file tools then meet the permissions its
+// commands meet, not root's. Its real and saved ids stay root's: its
+// commands, which are uid:gid through and through, can then neither
+// signal it, trace it, read its /proc files nor count against its process
+// limit (the kernel wants them to match every one of its ids). The
+// trampoline takes root back from the real id, to drop it for good.
+//
+// Call it once, before any command starts, after what needs root (a
+// privileged port, a key file only root may read). It does nothing when
+// the process is not root.
+func ActAs(uid, gid int) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	uid, gid = ids(uid, gid)
+	// With cgo (the trampoline), these change every thread, through the C
+	// library.
+	if err := syscall.Setgroups(nil); err != nil {
+		return fmt.Errorf("confine: act as %d:%d: setgroups: %w", uid, gid, err)
+	}
+	if err := syscall.Setresgid(0, gid, 0); err != nil {
+		return fmt.Errorf("confine: act as %d:%d: setresgid: %w", uid, gid, err)
+	}
+	if err := syscall.Setresuid(0, uid, 0); err != nil {
+		return fmt.Errorf("confine: act as %d:%d: setresuid: %w", uid, gid, err)
+	}
+	// Changing ids resets the dumpable flag to the system's default.
+	return SetNonDumpable()
 }
 
 func ids(uid, gid int) (int, int) {
@@ -295,8 +332,8 @@ func SetNonDumpable() error {
 // it does nothing and returns nil.
 //
 // Trade-off: only the directories themselves change owner. Files that were
-// there before, or that sandboxd (as root) writes later, for example through
-// apply_patch, stay root's: a confined process can create and delete files
+// there before, or that a root sandboxd not acting as uid (ActAs) writes
+// later, stay their owner's: a confined process can create and delete files
 // in the root but cannot modify those. The parents of each root must be
 // searchable by uid (a root under a 0700 directory stays out of reach).
 func PrepareRoots(writable []string, uid, gid int) error {
@@ -328,10 +365,10 @@ func warnWithoutLandlock() {
 		"kernel", unix.ByteSliceToString(u.Release[:]))
 }
 
-// Status describes the confinement this machine gives, for sandboxd's
-// startup log and health output, e.g. "landlock ABI 7; seccomp x86_64;
+// Status describes the confinement this machine gives processes under p,
+// for sandboxd's startup log, e.g. "landlock ABI 7; seccomp x86_64;
 // children run as 65534:65534".
-func Status() string {
+func (p *Policy) Status() string {
 	var b strings.Builder
 	if abi := LandlockABI(); abi > 0 {
 		b.WriteString("landlock ABI " + strconv.Itoa(abi))
@@ -343,10 +380,10 @@ func Status() string {
 	} else {
 		b.WriteString("; seccomp unavailable: " + err.Error())
 	}
-	if os.Geteuid() == 0 {
-		fmt.Fprintf(&b, "; children run as %d:%d unless the policy says otherwise", NobodyID, NobodyID)
+	if uid, gid := p.Identity(); isRoot() {
+		fmt.Fprintf(&b, "; children run as %d:%d", uid, gid)
 	} else {
-		fmt.Fprintf(&b, "; children keep uid %d", os.Geteuid())
+		fmt.Fprintf(&b, "; children keep sandboxd's uid %d", uid)
 	}
 	return b.String()
 }

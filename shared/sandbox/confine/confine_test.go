@@ -330,7 +330,7 @@ func TestRefusedSystemCalls(t *testing.T) {
 }
 
 // Nor can they signal it, or lower its limits, through any of its threads:
-// with the same uid, as on Fargate, the seccomp filter is what refuses it.
+// with the same uid, as when sandboxd is not root, the seccomp filter is what refuses it.
 func TestSandboxdCannotBeSignalled(t *testing.T) {
 	t.Parallel()
 	probe := func(seccomp string) map[string][]string {
@@ -372,8 +372,8 @@ func TestSandboxdIsUnreadable(t *testing.T) {
 	t.Parallel()
 	// A stand-in for sandboxd, holding a token in its environment. As root
 	// it runs as NobodyID, so that its confined children share its uid, as
-	// on Fargate: then the kernel's ptrace checks are what stand between
-	// them and it.
+	// when sandboxd is not root: then the kernel's ptrace checks are what
+	// stand between them and it.
 	start := func(dumpable, landlock string) map[string]string {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -421,6 +421,91 @@ func TestSandboxdIsUnreadable(t *testing.T) {
 			}
 			if got["ptrace"] != tt.trace {
 				t.Errorf("PTRACE_ATTACH to it: got %q, want %s", got["ptrace"], tt.trace)
+			}
+		})
+	}
+}
+
+// TestActAs: a root sandboxd that acts as its commands' user opens files as
+// that user, on every thread; its commands, cold or warm, have that user's
+// ids only, no capabilities, and cannot take root back; and they cannot
+// signal sandboxd or read its environment even without seccomp and
+// Landlock, because its real and saved ids stay root's.
+func TestActAs(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	secret := filepath.Join(helperDir, "root-only")
+	if err := os.WriteFile(secret, []byte("root only"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(helperPath, helperArg, "act-as", secret)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "SANDBOXD_TOKEN=tok-4ct4s"}
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helper act-as: %v, output %q", err, b)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("helper output %q: %v", b, err)
+	}
+	nobody := strconv.Itoa(NobodyID)
+	wantThreads := fmt.Sprintf("Uid: 0 %s 0 %s Gid: 0 %s 0 %s Groups:;", nobody, nobody, nobody, nobody)
+	if got["threads"] != wantThreads {
+		t.Errorf("the ids of sandboxd's threads: got %q, want every thread %q", got["threads"], wantThreads)
+	}
+	if got["root-file"] != "EACCES" {
+		t.Errorf("sandboxd reading a file only root may read: %s, want EACCES", got["root-file"])
+	}
+	want := fmt.Sprintf("Uid: %s %s %s %s Gid: %s %s %s %s Groups: CapPrm: 0000000000000000 CapEff: 0000000000000000",
+		nobody, nobody, nobody, nobody, nobody, nobody, nobody, nobody)
+	for _, start := range []string{"cold", "warm"} {
+		if g := strings.Join(strings.Fields(got[start]), " "); g != want {
+			t.Errorf("a command started %s: %q, want %q", start, g, want)
+		}
+	}
+	if g := strings.Join(strings.Fields(got["reach"]), " "); g != "Operation not permitted Permission denied" {
+		t.Errorf("a command without seccomp or Landlock signalling sandboxd and reading its environ: %q, want both refused", got["reach"])
+	}
+}
+
+// TestParentEnvironNeedsItsUID: tini, the image's PID 1 and sandboxd's
+// parent, keeps the token in its environment and is dumpable. A command
+// cannot read that environment when tini runs as another uid (root, as in
+// the image, with commands under --user), even without Landlock, which
+// Fargate's kernel may lack. The control shows why the image does not run
+// tini and sandboxd as the commands' uid: then the kernel lets them read it.
+func TestParentEnvironNeedsItsUID(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs a stand-in for tini as root and as the commands' uid")
+	}
+	const token = "tok-7a1nit"
+	for _, tt := range []struct {
+		name     string
+		uid      uint32
+		readable bool
+	}{
+		{"root", 0, false},
+		{"commands-uid", NobodyID, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tini := exec.Command("sleep", "60")
+			tini.Env = []string{"SANDBOXD_TOKEN=" + token}
+			tini.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tt.uid, Gid: tt.uid, Groups: []uint32{}}}
+			if err := tini.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tini.Process.Kill(); _ = tini.Wait() })
+			p := &Policy{noLandlock: true}
+			cmd, err := p.Command("cat", fmt.Sprintf("/proc/%d/environ", tini.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _ := cmd.CombinedOutput()
+			if got := strings.Contains(string(out), token); got != tt.readable {
+				t.Fatalf("a command (uid %d) reading the environment of a stand-in for tini (uid %d): %q; want the token readable: %v",
+					NobodyID, tt.uid, out, tt.readable)
 			}
 		})
 	}
@@ -626,9 +711,13 @@ func TestPrepareRoots(t *testing.T) {
 
 func TestStatus(t *testing.T) {
 	t.Parallel()
-	s := Status()
-	if !strings.Contains(s, "seccomp ") || !strings.Contains(s, "landlock") {
-		t.Fatalf("Status() = %q", s)
+	s := (&Policy{UID: 12345, GID: 23456}).Status()
+	want := "children run as 12345:23456"
+	if os.Geteuid() != 0 {
+		want = fmt.Sprintf("children keep sandboxd's uid %d", os.Getuid())
+	}
+	if !strings.Contains(s, "seccomp ") || !strings.Contains(s, "landlock") || !strings.Contains(s, want) {
+		t.Fatalf("Status() = %q, want it to name seccomp, landlock and %q", s, want)
 	}
 	t.Log(s)
 }

@@ -53,8 +53,12 @@
 // Commands it cannot hand over (other stdio than files, ExtraFiles, a
 // context) start cold, as with cmd.Start.
 //
-// sandboxd calls [SetNonDumpable] first thing at start, and [PrepareRoots]
-// on its writable roots when it runs as root.
+// sandboxd calls [SetNonDumpable] first thing at start. When it runs as
+// root it then calls [ActAs] with its commands' identity: it keeps root as
+// its real and saved ids, which keeps its commands from it, and opens files
+// with their permissions; the trampoline takes root back from the real id
+// to drop it for good. Tests call [PrepareRoots] to hand writable roots to
+// the confined uid.
 //
 // # Security boundary
 //
@@ -116,11 +120,13 @@
 //   - bound memory use: RLIMIT_AS bounds virtual address space, which is not
 //     the same thing (programs that reserve large address ranges, like
 //     Chromium or a JVM on a large host, need a larger limit);
-//   - close every path to sandboxd when both share a uid (as in the image):
-//     a thread sandboxd starts while a command runs is not in that
-//     command's filter (the reserve makes this rare), and a command can
-//     use up the uid's RLIMIT_NPROC, which sandboxd's own threads count
-//     against. Running sandboxd as root with its commands under another
-//     uid, as in local development and CI, closes these: the kernel then
-//     refuses them all.
+//   - close every path to sandboxd when both share a uid (sandboxd started
+//     by a user other than root): a thread sandboxd starts while a command
+//     runs is not in that command's filter (the reserve makes this rare), a
+//     command can use up the uid's RLIMIT_NPROC, which sandboxd's own
+//     threads count against, and, without Landlock, it can read the
+//     environment of sandboxd's parent. Running sandboxd as root with its
+//     commands under another uid (Policy.UID; --user), as the image, CI
+//     and a root local run do, closes these: the kernel then refuses them
+//     all.
 package confine

@@ -129,6 +129,8 @@ func helperMain(args []string) int {
 		}
 		fmt.Printf("read %d bytes: %q\n", len(b), b)
 		return 0
+	case "act-as":
+		return helperActAs(rest)
 	case "sandboxd":
 		return helperSandboxd(rest)
 	case "sandboxd-signals":
@@ -401,4 +403,82 @@ func errOrNil(e syscall.Errno) error {
 		return nil
 	}
 	return e
+}
+
+// helperActAs is a root sandboxd that calls ActAs(NobodyID, NobodyID) and
+// reports, as JSON: the ids of each of its threads, what reading rest[0]
+// (a file only root may read) gives, what a confined command started cold
+// and one started warm say of their own ids and capabilities, and what
+// such a command meets when it signals this process or reads its
+// environment, with neither seccomp nor Landlock to stop it: only ids.
+func helperActAs(rest []string) int {
+	out := map[string]string{}
+	if err := ActAs(0, 0); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	threads := map[string]bool{}
+	for _, task := range tasks {
+		status, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		threads[statusLines(string(status), "Uid:", "Gid:", "Groups:")] = true
+	}
+	for ids := range threads {
+		out["threads"] += ids + ";"
+	}
+	if _, err := os.ReadFile(rest[0]); err != nil {
+		out["root-file"] = errnoName(err)
+	} else {
+		out["root-file"] = "read"
+	}
+	p := &Policy{}
+	show := `grep -E '^(Uid|Gid|Groups|CapPrm|CapEff):' /proc/self/status | tr -s '\t' ' '`
+	for _, start := range []string{"cold", "warm"} {
+		cmd, err := p.Command("/bin/sh", "-c", show)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		var b strings.Builder
+		cmd.Stdout, cmd.Stderr, cmd.Dir = &b, &b, "/"
+		if start == "warm" {
+			err = Start(cmd)
+		} else {
+			err = cmd.Start()
+		}
+		if err == nil {
+			err = cmd.Wait()
+		}
+		out[start] = strings.TrimSpace(b.String())
+		if err != nil {
+			out[start] += " " + err.Error()
+		}
+	}
+	bare := &Policy{noSeccomp: true, noLandlock: true}
+	pid := strconv.Itoa(os.Getpid())
+	cmd, err := bare.Command("/bin/sh", "-c", "kill -0 "+pid+" 2>&1 | sed 's/.*: //'; cat /proc/"+pid+"/environ 2>&1 | sed 's/.*: //'")
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	cmd.Dir = "/"
+	b, _ := cmd.CombinedOutput()
+	out["reach"] = strings.TrimSpace(string(b))
+	j, _ := json.Marshal(out)
+	fmt.Println(string(j))
+	return 0
+}
+
+// statusLines returns the lines of a /proc status file that start with
+// one of names, joined, with their whitespace squeezed.
+func statusLines(status string, names ...string) string {
+	var keep []string
+	for _, line := range strings.Split(status, "\n") {
+		for _, name := range names {
+			if strings.HasPrefix(line, name) {
+				keep = append(keep, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
+	return strings.Join(keep, " ")
 }

@@ -120,9 +120,10 @@ func conditional(g guard) []condRule {
 	if g.PID <= 1 {
 		return rules
 	}
-	// What a process of sandboxd's uid (as on Fargate, where they share
-	// one) could do to it: signal it, lower its resource limits or its
-	// scheduling. kill(2), rt_sigqueueinfo(2), prlimit64(2) and F_SETOWN
+	// What a process of sandboxd's uid (where sandboxd is not root and
+	// they share one) could do to it: signal it, lower its resource limits
+	// or its scheduling; a root sandboxd acting as their uid (ActAs) can
+	// still be reniced or pinned by it. kill(2), rt_sigqueueinfo(2), prlimit64(2) and F_SETOWN
 	// take the id of any of its threads as well as its pid, and then act
 	// on the whole process; the scheduling calls act on the thread named.
 	// Its parent (tini in the image) and init pass signals on to it, so

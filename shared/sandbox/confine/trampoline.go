@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,23 +163,32 @@ var guarded struct {
 	enc   string
 }
 
-// ReserveThreads has the Go runtime start n more threads now and keep them
-// idle; sandboxd calls it when it starts. The seccomp filter of a command
-// names sandboxd's threads as they were when the command started (see
-// guard); a thread the runtime starts later, while the command runs, is not
-// in it, and a command of sandboxd's uid could signal sandboxd through it.
-// The runtime hands work to an idle thread before it starts one, so a
-// reserve makes such threads rare (it does not rule them out: see doc.go).
+// ReserveThreads has the Go runtime hold at least n threads from now on,
+// idle until it needs them; sandboxd calls it when it starts. The seccomp
+// filter of a command names sandboxd's threads as they were when the
+// command started (see guard); a thread the runtime starts later, while the
+// command runs, is not in it, and a command of sandboxd's uid could signal
+// sandboxd through it. The runtime hands work to an idle thread before it
+// starts one, so a reserve makes such threads rare (it does not rule them
+// out: see doc.go).
+//
+// n goroutines each lock themselves to a thread and wait until all are
+// locked: that takes n threads at once, whatever the scheduler's timing.
+// They then unlock and return, which leaves the threads idle, not gone.
 func ReserveThreads(n int) {
-	var wg sync.WaitGroup
+	var locked, release sync.WaitGroup
+	release.Add(1)
 	for range n {
-		wg.Go(func() {
-			// A blocking call long enough for the runtime to hand the
-			// goroutine's processor to another thread.
-			_ = unix.Nanosleep(&unix.Timespec{Nsec: 50e6}, nil)
-		})
+		locked.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			locked.Done()
+			release.Wait()
+		}()
 	}
-	wg.Wait()
+	locked.Wait()
+	release.Done()
 }
 
 // guard identifies sandboxd, which confined processes may not signal.

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,13 +40,14 @@ type Defaults struct {
 }
 
 const usage = `usage:
-  sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] TOOL 'JSON'
+  sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] TOOL 'JSON'
   sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-cert FILE --tls-key FILE]
   sandboxd health [--addr HOST:PORT] [--tls]
 
 call runs one tool and prints exactly the text the model would see: exit 0
 for a normal result, 3 for an error result, 2 for bad usage.
 serve reads its bearer token from $SANDBOXD_TOKEN.
+Run as root, sandboxd starts every command as --user (default 65534:65534).
 `
 
 // Main runs sandboxd with args (without the program name) and returns its
@@ -73,6 +76,7 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 type rootFlags struct {
 	workdir, agent, data, workspace string
 	timeout                         int
+	user                            string
 }
 
 func (rf *rootFlags) register(fs *flag.FlagSet) {
@@ -81,6 +85,7 @@ func (rf *rootFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.data, "data", "", "the mounted data, read-only")
 	fs.StringVar(&rf.workspace, "workspace", "", "the turn's workspace, writable")
 	fs.IntVar(&rf.timeout, "timeout", int(DefaultTimeout/time.Second), "the fleet's tool_timeout_seconds")
+	fs.StringVar(&rf.user, "user", "", "UID[:GID] that commands run as when sandboxd runs as root (default 65534:65534)")
 }
 
 func (rf *rootFlags) config() (Config, error) {
@@ -94,11 +99,51 @@ func (rf *rootFlags) config() (Config, error) {
 			return Config{}, fmt.Errorf("the current directory: %w", err)
 		}
 	}
+	uid, gid, err := parseUser(rf.user)
+	if err != nil {
+		return Config{}, err
+	}
 	roots, err := sandbox.New(sandbox.Dirs{Workdir: wd, Agent: rf.agent, Data: rf.data, Workspace: rf.workspace})
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Roots: roots, Timeout: time.Duration(rf.timeout) * time.Second}, nil
+	cfg := Config{Roots: roots, Timeout: time.Duration(rf.timeout) * time.Second, UID: uid, GID: gid}
+	cfg.Policy = PolicyFor(cfg)
+	return cfg, nil
+}
+
+// parseUser reads --user: UID or UID:GID (GID then equals UID), never
+// root's. Only a root sandboxd can run its commands as another user; a
+// sandboxd of any other user accepts its own ids, which its commands keep,
+// and refuses others rather than ignore them.
+func parseUser(s string) (uid, gid int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	us, gs, hasGID := strings.Cut(s, ":")
+	if !hasGID {
+		gs = us
+	}
+	id := func(v string) (int, error) {
+		n, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			return 0, fmt.Errorf("--user %q: want UID or UID:GID, decimal numbers such as 10001:10001", s)
+		}
+		if n == 0 {
+			return 0, fmt.Errorf("--user %q: commands never run as root (id 0)", s)
+		}
+		return int(n), nil
+	}
+	if uid, err = id(us); err != nil {
+		return 0, 0, err
+	}
+	if gid, err = id(gs); err != nil {
+		return 0, 0, err
+	}
+	if os.Geteuid() != 0 && (uid != os.Getuid() || gid != os.Getgid()) {
+		return 0, 0, fmt.Errorf("--user %s needs sandboxd to run as root: it runs as %d:%d, and its commands keep those ids", s, os.Getuid(), os.Getgid())
+	}
+	return uid, gid, nil
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -124,6 +169,10 @@ func mainCall(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return ExitUsage
+	}
+	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return ExitFailed
 	}
 	tools := Tools(cfg)
 	defer closeAll(tools)
@@ -197,22 +246,36 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitUsage
 	}
-	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log})
-	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
-		return ExitUsage
+	var tlsConfig *tls.Config
+	if *certFile != "" {
+		if tlsConfig, err = LoadTLS(*certFile, *keyFile); err != nil {
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitUsage
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitFailed
 	}
+	// What needs root is done: from here on sandboxd acts as its commands'
+	// user, when it runs as root.
+	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitFailed
+	}
+	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", *certFile != "", "workdir", cfg.Roots.Workdir(),
-		"confinement", confine.Status(),
+		"confinement", cfg.Policy.Status(),
 		"timeout_seconds", rf.timeout, "idle_timeout", idle.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err = srv.Serve(ctx, ln, *certFile, *keyFile)
+	err = srv.Serve(ctx, ln, tlsConfig)
 	if err != nil && !errors.Is(err, ErrIdle) {
 		log.Error("serve", "err", err)
 		return ExitFailed

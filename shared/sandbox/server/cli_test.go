@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,6 +65,10 @@ func TestCallEntryPoint(t *testing.T) {
 		{"bad flag", f.work, []string{"--nope", "read", `{}`}, "", 2, "flag provided but not defined"},
 		{"bad timeout", f.work, []string{"--timeout", "0", "read", `{}`}, "", 2, "--timeout must be a positive"},
 		{"missing workdir", f.work, []string{"--workdir", filepath.Join(f.base, "nope"), "read", `{}`}, "", 2, "no such file"},
+		{"user not a number", f.work, []string{"--user", "agent", "read", `{}`}, "", 2, `--user "agent": want UID or UID:GID`},
+		{"user with a bad gid", f.work, []string{"--user", "10001:x", "read", `{}`}, "", 2, `--user "10001:x": want UID or UID:GID`},
+		{"user root", f.work, []string{"--user", "0", "read", `{}`}, "", 2, "commands never run as root"},
+		{"user group root", f.work, []string{"--user", "10001:0", "read", `{}`}, "", 2, "commands never run as root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +82,38 @@ func TestCallEntryPoint(t *testing.T) {
 	}
 	if out, _, _ := runCall(t, f.work, "read", `{"path":"a.txt"}`); out != "1\tone\n2\ttwo" {
 		t.Fatalf("call prints %q, want exactly the result text", out)
+	}
+}
+
+// TestCallUser: a root sandboxd runs its commands as --user; any other
+// sandboxd accepts only its own ids there.
+func TestCallUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if os.Geteuid() != 0 {
+		own := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+		if out, stderr, status := runCall(t, f.work, "--user", own, "bash", `{"command":"id -u"}`); status != 0 {
+			t.Fatalf("--user %s (its own ids): exit %d, %q %q", own, status, out, stderr)
+		}
+		_, stderr, status := runCall(t, f.work, "--user", "12345:12346", "bash", `{"command":"id -u"}`)
+		if status != server.ExitUsage || !strings.Contains(stderr, "needs sandboxd to run as root") {
+			t.Fatalf("--user of another uid without root: exit %d, stderr %q; want 2 saying it needs root", status, stderr)
+		}
+		return
+	}
+	for args, want := range map[string]string{
+		"":            fmt.Sprintf("%d %d", confine.NobodyID, confine.NobodyID),
+		"12345":       "12345 12345",
+		"12345:12346": "12345 12346",
+	} {
+		call := []string{"bash", `{"command":"echo $(id -u) $(id -g)"}`}
+		if args != "" {
+			call = append([]string{"--user", args}, call...)
+		}
+		out, stderr, status := runCall(t, f.work, call...)
+		if status != 0 || out != want+"\n[exit code 0]" {
+			t.Errorf("--user %q: exit %d, %q %q; want the command to run as %s", args, status, out, stderr, want)
+		}
 	}
 }
 
@@ -137,11 +174,56 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 }
 
+// TestServeActsAsItsCommandsUser: a root sandboxd serves as its commands'
+// user (confine.ActAs): its file tools meet that user's permissions, the
+// files apply_patch writes are that user's, its commands are that user,
+// and root stays its real and saved id, which keeps them from it.
+func TestServeActsAsItsCommandsUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: sandboxd acts as another user only when it runs as root")
+	}
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.work, "root-only.txt"), []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "0", "--user", "12345:12346")
+	c := p.client()
+	if err := os.Chown(f.work, 12345, 12346); err != nil {
+		t.Fatal(err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`(?m)^Uid:\s+0\s+12345\s+0\s+12345$`, `(?m)^Gid:\s+0\s+12346\s+0\s+12346$`, `(?m)^Groups:\s*$`} {
+		if !regexp.MustCompile(want).Match(status) {
+			t.Errorf("sandboxd's /proc status has no line %s:\n%s", want, status)
+		}
+	}
+	if res := c.result(t, "read", `{"path":"root-only.txt"}`); !res.IsError || !strings.Contains(res.Output, "permission denied") {
+		t.Errorf("read of a file only root may read: %q, want permission denied", res.Output)
+	}
+	if res := c.result(t, "apply_patch", `{"input":"*** Begin Patch\n*** Add File: new.txt\n+new\n*** End Patch"}`); res.IsError {
+		t.Fatalf("apply_patch: %q", res.Output)
+	}
+	if fi, err := os.Stat(filepath.Join(f.work, "new.txt")); err != nil {
+		t.Error(err)
+	} else if st := fi.Sys().(*syscall.Stat_t); st.Uid != 12345 || st.Gid != 12346 {
+		t.Errorf("apply_patch wrote a file owned by %d:%d, want 12345:12346", st.Uid, st.Gid)
+	}
+	res := c.result(t, "bash", fmt.Sprintf(`{"command":"id -u; id -g; kill -0 %d"}`, p.cmd.Process.Pid))
+	if !strings.HasPrefix(res.Output, "12345\n12346\n") || !res.IsError {
+		t.Errorf("bash: %q, want uid 12345, gid 12346 and kill refused", res.Output)
+	}
+}
+
 // Its commands cannot stop sandboxd by signalling any of its threads, not
 // even threads it starts while serving (each running command has one
 // waiting for it). When the test runs as root, sandboxd runs as
-// confine.NobodyID, so that its commands share its uid, as in the image:
-// then the seccomp filter is what stands between them and it.
+// confine.NobodyID, so that its commands share its uid, as when sandboxd is
+// started by another user than root: then the seccomp filter is what stands
+// between them and it.
 func TestServeSurvivesItsCommands(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -267,6 +268,17 @@ func (s *Server) idleFor() time.Duration {
 	return time.Since(s.last)
 }
 
+// LoadTLS reads a PEM certificate (chain) and its key for Serve. sandboxd
+// reads them before it stops acting as root (confine.ActAs), so that they
+// may be readable by root only.
+func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
 // ErrIdle is returned by Serve when it stopped after IdleTimeout without a
 // call.
 var ErrIdle = errors.New("sandboxd: idle timeout")
@@ -275,19 +287,20 @@ var ErrIdle = errors.New("sandboxd: idle timeout")
 // idle for IdleTimeout (ErrIdle). Either way it stops gracefully: it stops
 // accepting, waits up to ShutdownGrace for calls in progress, then cancels
 // them (killing their processes) and closes the tools that hold state.
-// certFile and keyFile, when not empty, serve TLS. A Server serves once.
-func (s *Server) Serve(ctx context.Context, ln net.Listener, certFile, keyFile string) error {
+// A non-nil tlsConfig serves TLS (LoadTLS). A Server serves once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		TLSConfig:         tlsConfig,
 	}
 	served := make(chan error, 1)
 	go func() {
-		if certFile != "" || keyFile != "" {
-			served <- hs.ServeTLS(ln, certFile, keyFile)
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(ln, "", "")
 			return
 		}
 		served <- hs.Serve(ln)

@@ -219,7 +219,7 @@ func serveOn(t *testing.T, srv *server.Server) (base string, stop context.Cancel
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done = make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, "", "") }()
+	go func() { done <- srv.Serve(ctx, ln, nil) }()
 	t.Cleanup(cancel)
 	return "http://" + ln.Addr().String(), cancel, done
 }

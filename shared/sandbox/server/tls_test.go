@@ -71,7 +71,11 @@ func TestServeTLS(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln, certFile, keyFile) }()
+	tlsConfig, err := server.LoadTLS(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- srv.Serve(ctx, ln, tlsConfig) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -27,21 +27,27 @@ type Config struct {
 	// Timeout is the fleet's tool_timeout_seconds: bash and grep are
 	// killed after it, glob stops. Zero means DefaultTimeout.
 	Timeout time.Duration
+	// UID and GID are who commands run as when sandboxd runs as root
+	// (--user); zero means confine.NobodyID.
+	UID, GID int
 	// Policy confines the processes the tools start; nil means
-	// PolicyFor(Roots).
+	// PolicyFor(cfg).
 	Policy *confine.Policy
 }
 
-// PolicyFor is the confinement of processes over roots: the writable roots
-// writable, the others (data, system directories) read-only. The process
-// limit counts every thread of the uid: where sandboxd shares it with its
-// commands (the image), its reserve of threads (reservedThreads) counts
-// too, so the limit is raised by as much.
-func PolicyFor(roots *sandbox.Roots) *confine.Policy {
+// PolicyFor is the confinement of processes under cfg: the writable roots
+// writable, the others (data, system directories) read-only, run as
+// cfg.UID:cfg.GID when sandboxd is root. The process limit counts every
+// thread of the uid: where sandboxd shares it with its commands (sandboxd
+// not run as root), its reserve of threads (reservedThreads) counts too,
+// so the limit is raised by as much.
+func PolicyFor(cfg Config) *confine.Policy {
 	return &confine.Policy{
-		ReadOnly: roots.ReadOnlyPaths(),
-		Writable: roots.WritablePaths(),
+		ReadOnly: cfg.Roots.ReadOnlyPaths(),
+		Writable: cfg.Roots.WritablePaths(),
 		Limits:   confine.Limits{Processes: confine.DefaultLimits.Processes + reservedThreads},
+		UID:      cfg.UID,
+		GID:      cfg.GID,
 	}
 }
 
@@ -56,7 +62,7 @@ func Tools(cfg Config) []sandbox.Tool {
 	}
 	policy := cfg.Policy
 	if policy == nil {
-		policy = PolicyFor(cfg.Roots)
+		policy = PolicyFor(cfg)
 	}
 	// grep only reads: every root is read-only to it.
 	search := *policy
