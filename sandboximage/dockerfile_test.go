@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -198,7 +199,7 @@ func TestBuildNamesTheBinarySandboxd(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("no sandboxd binary: %v", err)
 	}
-	work := t.TempDir()
+	work := sandboxtest.Base(t) // as root, sandboxd acts as an unprivileged uid
 	if err := os.WriteFile(filepath.Join(work, "x.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,15 @@ func startSandbox(ctx context.Context, addr, stateDir string, errOut io.Writer) 
 			return nil, "", fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	// Run as root, sandboxd acts as 65534:65534 (nobody, its default
+	// --user), which must own the writable roots.
+	if os.Geteuid() == 0 {
+		for _, d := range []string{work, agent} {
+			if err := os.Chown(d, 65534, 65534); err != nil {
+				return nil, "", fmt.Errorf("give %s to the sandbox's user: %w", d, err)
+			}
+		}
+	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return nil, "", err

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses of sandboxd.
@@ -112,6 +113,25 @@ func (rf *rootFlags) config() (Config, error) {
 	return cfg, nil
 }
 
+// checkRoots checks, once sandboxd acts as its commands' user, that the
+// user can enter every root (each tool would fail in one it cannot), and
+// returns the writable roots it cannot write to.
+func checkRoots(roots *sandbox.Roots) (unwritable []string, err error) {
+	for _, rt := range roots.All() {
+		if rt.Name == "system" {
+			continue
+		}
+		if err := unix.Faccessat(unix.AT_FDCWD, rt.Path, unix.X_OK, unix.AT_EACCESS); err != nil {
+			return nil, fmt.Errorf("the %s %s cannot be entered by uid %d, which sandboxd's tools and commands run as: %w (give it to that user, or choose another with --user)",
+				rt.Name, rt.Path, os.Geteuid(), err)
+		}
+		if rt.Writable && unix.Faccessat(unix.AT_FDCWD, rt.Path, unix.W_OK, unix.AT_EACCESS) != nil {
+			unwritable = append(unwritable, rt.Path)
+		}
+	}
+	return unwritable, nil
+}
+
 // parseUser reads --user: UID or UID:GID (GID then equals UID), never
 // root's. Only a root sandboxd can run its commands as another user; a
 // sandboxd of any other user accepts its own ids, which its commands keep,
@@ -173,6 +193,10 @@ func mainCall(args []string, stdout, stderr io.Writer) int {
 	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return ExitFailed
+	}
+	if _, err := checkRoots(cfg.Roots); err != nil {
+		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
+		return ExitUsage
 	}
 	tools := Tools(cfg)
 	defer closeAll(tools)
@@ -263,6 +287,15 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitFailed
+	}
+	unwritable, err := checkRoots(cfg.Roots)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
+	for _, dir := range unwritable {
+		log.Warn("a writable root is not writable by the commands' user: bash and apply_patch will fail there", "dir", dir, "uid", os.Geteuid())
 	}
 	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log})
 	if err != nil {

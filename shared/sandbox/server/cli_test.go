@@ -101,6 +101,18 @@ func TestCallUser(t *testing.T) {
 		}
 		return
 	}
+	// A workdir that user cannot enter is refused up front, saying why.
+	closed := filepath.Join(t.TempDir(), "work")
+	if err := os.Mkdir(closed, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(closed), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, status := runCall(t, f.work, "--workdir", closed, "list", `{}`)
+	if status != server.ExitUsage || !strings.Contains(stderr, fmt.Sprintf("the workdir %s cannot be entered by uid %d", closed, confine.NobodyID)) {
+		t.Errorf("a workdir the user cannot enter: exit %d, stderr %q; want 2 saying so", status, stderr)
+	}
 	for args, want := range map[string]string{
 		"":            fmt.Sprintf("%d %d", confine.NobodyID, confine.NobodyID),
 		"12345":       "12345 12345",
