@@ -555,6 +555,15 @@ func searchable(dir string) bool {
 func TestLandlockConfinesFiles(t *testing.T) {
 	t.Parallel()
 	requireLandlock(t)
+	t.Run("checked", func(t *testing.T) { t.Parallel(); testLandlockConfinesFiles(t, false) })
+	t.Run("unchecked-reads", func(t *testing.T) { t.Parallel(); testLandlockConfinesFiles(t, true) })
+}
+
+// testLandlockConfinesFiles tries a confined shell's reads and writes in
+// and out of the roots. With uncheckedReads it may read anywhere file
+// permissions let it (and truncate: see Policy.UncheckedReads), and every
+// other change outside the writable roots is still refused.
+func testLandlockConfinesFiles(t *testing.T, uncheckedReads bool) {
 	base := landlockBase(t)
 	work := filepath.Join(base, "work")
 	if err := os.Mkdir(work, 0o755); err != nil {
@@ -573,11 +582,13 @@ func TestLandlockConfinesFiles(t *testing.T) {
 		if err := os.Chmod(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "f"), []byte("content\n"), 0o666); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(filepath.Join(d, "f"), 0o666); err != nil {
-			t.Fatal(err)
+		for _, f := range []string{"f", "t"} {
+			if err := os.WriteFile(filepath.Join(d, f), []byte("content\n"), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(d, f), 0o666); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := os.Symlink(filepath.Join(outside, "f"), filepath.Join(work, "link")); err != nil {
@@ -601,25 +612,46 @@ func TestLandlockConfinesFiles(t *testing.T) {
 		`check dev-urandom 'head -c 4 /dev/urandom'`,
 		`check proc-self 'cat /proc/self/status'`,
 		`check read-etc 'cat /etc/passwd'`,
+		`check remove-outside 'rm -f outside/f'`,
+		`check mkdir-outside 'mkdir outside/d'`,
+		`check symlink-outside 'ln -s /etc outside/s'`,
+		`check link-in 'ln outside/f work/hard'`,
+		`check move-in 'mv outside/f work/moved'`,
+		`check move-out 'echo x > work/out && mv work/out outside/out'`,
+		// truncate(1) opens for writing; truncate(2) does not.
+		`check truncate-outside 'truncate -s 0 outside/t'`,
+		`command -v python3 >/dev/null || echo "truncate2-outside skipped"`,
+		`command -v python3 >/dev/null && check truncate2-outside 'python3 -c "import os; os.truncate(\"outside/t\", 0)"'`,
 	}, "\n")
-	p := &Policy{ReadOnly: []string{data}, Writable: []string{work}}
+	p := &Policy{ReadOnly: []string{data}, Writable: []string{work}, UncheckedReads: uncheckedReads}
 	res := run(t, p, base, "sh", "-c", script)
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
 		k, v, _ := strings.Cut(line, " ")
 		got[k] = v
 	}
+	outsideReads := "denied"
+	if uncheckedReads {
+		outsideReads = "ok"
+	}
 	for name, want := range map[string]string{
 		"write-work": "ok", "rename-work": "ok", "write-tmp": "ok", "read-data": "ok",
 		"dev-null": "ok", "dev-stdout": "ok", "dev-urandom": "ok", "proc-self": "ok", "read-etc": "ok",
 		"write-outside": "denied", "append-outside": "denied", "write-data": "denied",
-		"read-outside": "denied", "read-link-outside": "denied", "list-outside": "denied",
+		"remove-outside": "denied", "mkdir-outside": "denied", "symlink-outside": "denied",
+		"link-in": "denied", "move-in": "denied", "move-out": "denied",
+		"truncate-outside": "denied",
+		"read-outside":     outsideReads, "read-link-outside": outsideReads, "list-outside": outsideReads,
+		"truncate2-outside": outsideReads,
 	} {
+		if name == "truncate2-outside" && got[name] == "skipped" {
+			continue // no python3 to call truncate(2) with
+		}
 		if got[name] != want {
 			t.Errorf("%s: got %q, want %s (output %q, stderr %q)", name, got[name], want, res.stdout, res.stderr)
 		}
 	}
-	for _, f := range []string{filepath.Join(outside, "new"), filepath.Join(data, "new")} {
+	for _, f := range []string{filepath.Join(outside, "new"), filepath.Join(data, "new"), filepath.Join(outside, "d"), filepath.Join(outside, "s"), filepath.Join(outside, "out")} {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("%s was created", f)
 		}

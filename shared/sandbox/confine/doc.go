@@ -95,7 +95,9 @@
 //     the writable roots, /tmp and /dev/shm, and opening for reading or
 //     executing anything outside the read-only roots, the system
 //     directories, /proc, a few /sys and /dev entries and the writable
-//     roots (Landlock; EACCES);
+//     roots (Landlock; EACCES). A policy with UncheckedReads (grep's, when
+//     sandboxd runs as root) leaves reading, executing and truncate(2) to
+//     file permissions;
 //   - exceeding the rlimits;
 //   - reading sandboxd's memory or /proc/<pid>/environ, mem, maps or fd,
 //     once sandboxd has called [SetNonDumpable] (the kernel refuses; with

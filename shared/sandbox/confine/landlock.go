@@ -42,12 +42,13 @@ var (
 	terminals = []string{"/dev/tty", "/dev/ptmx", "/dev/pts"}
 )
 
-// landlockHandled returns the access rights the ruleset handles at abi
+// landlockHandled returns the access rights the ruleset of w handles at abi
 // (every file-system right it knows, up to ABI 11, the newest go-landlock
-// knows) and the IPC it scopes: abstract UNIX sockets outside the domain
-// are refused; signals are not scoped, so that one command can stop a
-// server another one started (the seccomp filter guards sandboxd).
-func landlockHandled(abi int) (handled, scoped uint64) {
+// knows, less uncheckedRights for a policy with UncheckedReads) and the IPC
+// it scopes: abstract UNIX sockets outside the domain are refused; signals
+// are not scoped, so that one command can stop a server another one
+// started (the seccomp filter guards sandboxd).
+func landlockHandled(w *wirePolicy, abi int) (handled, scoped uint64) {
 	bits := 0
 	switch {
 	case abi >= 9:
@@ -62,6 +63,9 @@ func landlockHandled(abi int) (handled, scoped uint64) {
 		bits = 13
 	}
 	handled = 1<<bits - 1
+	if w.UncheckedReads {
+		handled &^= uncheckedRights
+	}
 	if abi >= 6 {
 		scoped = ll.ScopeAbstractUnixSocket
 	}
@@ -79,6 +83,13 @@ const (
 	accessFile = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate
 )
 
+// uncheckedRights are what a policy with UncheckedReads leaves to file
+// permissions. Truncation goes with reading: Landlock decides whether an
+// opened file may be truncated when it opens it, and a right that no rule
+// grants (truncation, in the read-only roots) sends its check up every
+// directory to the root, for every file.
+const uncheckedRights = accessRead | ll.AccessFSTruncate
+
 // llRule grants access beneath path.
 type llRule struct {
 	access uint64
@@ -88,7 +99,7 @@ type llRule struct {
 // landlockRules turns p into rules for abi. The trampoline leaves out a path
 // that does not exist or that it cannot open: that only takes access away.
 func landlockRules(p *wirePolicy, abi int) []llRule {
-	handled, _ := landlockHandled(abi)
+	handled, _ := landlockHandled(p, abi)
 	var rules []llRule
 	add := func(paths []string, access uint64) {
 		for _, path := range paths {

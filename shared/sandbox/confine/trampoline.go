@@ -43,6 +43,8 @@ type wirePolicy struct {
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID, GID int
+	// UncheckedReads is Policy.UncheckedReads.
+	UncheckedReads bool
 }
 
 // key encodes w without what changes with sandboxd's threads (the guard and
@@ -71,7 +73,7 @@ func (w *wirePolicy) key() string {
 		id.WriteString(strconv.FormatUint(n, 10))
 		id.WriteByte(' ')
 	}
-	id.WriteString(strconv.FormatBool(w.Landlock) + strconv.FormatBool(w.Seccomp))
+	id.WriteString(strconv.FormatBool(w.Landlock) + strconv.FormatBool(w.Seccomp) + strconv.FormatBool(w.UncheckedReads))
 	for _, list := range [][]string{w.ReadOnly, w.Writable} {
 		id.WriteString(" " + strconv.Itoa(len(list)))
 		for _, path := range list {
@@ -120,7 +122,7 @@ func (w *wirePolicy) build() string {
 	line("as %d", l.AddressSpace)
 	if w.Landlock {
 		if abi := LandlockABI(); abi > 0 {
-			handled, scoped := landlockHandled(abi)
+			handled, scoped := landlockHandled(w, abi)
 			line("landlock %d %d", handled, scoped)
 			for _, r := range landlockRules(w, abi) {
 				line("rule %d %s", r.access, hex.EncodeToString([]byte(r.path)))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"time"
@@ -64,10 +65,17 @@ func Tools(cfg Config) []sandbox.Tool {
 	if policy == nil {
 		policy = PolicyFor(cfg)
 	}
-	// grep only reads: every root is read-only to it.
+	// grep only reads: every root is read-only to it. Its program (rg, or
+	// grep -r) follows no link and is given a path sandboxd checked; when
+	// sandboxd runs as root, its commands' uid is one that owns nothing
+	// outside the roots, and Landlock leaves its reads to that uid
+	// (confine.Policy.UncheckedReads). Where commands keep the uid of
+	// whoever started sandboxd, Landlock checks its reads too, at some 10%
+	// of a search's time.
 	search := *policy
 	search.ReadOnly = append(slices.Clone(policy.ReadOnly), policy.Writable...)
 	search.Writable = nil
+	search.UncheckedReads = os.Getuid() == 0
 
 	// exec_command sessions live as long as the server (or one call).
 	sessions := session.NewManager(policy, cfg.Roots, session.Options{})
