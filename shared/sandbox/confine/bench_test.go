@@ -75,9 +75,11 @@ func BenchmarkSpawn(b *testing.B) {
 
 // BenchmarkGrepConfinement splits the cost of confinement for a search of
 // a large tree: rg unconfined, confined with only seccomp, only Landlock,
-// and both. The tree's parent is the writable root, as the workdir is for
-// the grep tool. Each configuration reports the p50 of its wall time and of
-// rg's CPU time (user and system), the steadier figure on a busy machine.
+// both, and both with UncheckedReads (the grep tool's policy when sandboxd
+// runs as root). The tree's parent is a read-only root, as every root is
+// for the grep tool. Each configuration reports the p50 of its wall time
+// and of rg's CPU time (user and system), the steadier figure on a busy
+// machine.
 // It uses the tree sandboximage/bench builds
 // ($TMPDIR/agentsfleet-bench/tree) and skips without it or without rg.
 func BenchmarkGrepConfinement(b *testing.B) {
@@ -100,16 +102,17 @@ func BenchmarkGrepConfinement(b *testing.B) {
 			return cmd
 		}
 	}
-	rw := []string{filepath.Dir(tree)}
+	ro := []string{filepath.Dir(tree)}
 	configs := []struct {
 		name  string
 		start func() *exec.Cmd
 	}{
 		{"bare", func() *exec.Cmd { return exec.Command(rg, argv...) }},
-		{"uid+rlimits", confined(&Policy{Writable: rw, noLandlock: true, noSeccomp: true})},
-		{"seccomp", confined(&Policy{Writable: rw, noLandlock: true})},
-		{"landlock", confined(&Policy{Writable: rw, noSeccomp: true})},
-		{"both", confined(&Policy{Writable: rw})},
+		{"uid+rlimits", confined(&Policy{ReadOnly: ro, noLandlock: true, noSeccomp: true})},
+		{"seccomp", confined(&Policy{ReadOnly: ro, noLandlock: true})},
+		{"landlock", confined(&Policy{ReadOnly: ro, noSeccomp: true})},
+		{"both", confined(&Policy{ReadOnly: ro})},
+		{"both-unchecked-reads", confined(&Policy{ReadOnly: ro, UncheckedReads: true})},
 	}
 	// Round-robin, so that drift in the machine's load hits every
 	// configuration alike.
