@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
 )
@@ -177,18 +178,24 @@ func newAPI(b *testing.B, workdir string) *api {
 	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
+		var lines []string
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var rec struct{ Msg, Addr string }
 			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" {
 				addr <- rec.Addr
 			}
+			lines = append(lines, sc.Text())
 		}
+		addr <- "exited: " + strings.Join(lines, "\n") // before it listened, it stopped
 	}()
 	a := &api{tools: server.Tools(server.Config{Roots: roots, Timeout: 5 * time.Minute}),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
 	select {
 	case ad := <-addr:
+		if why, ok := strings.CutPrefix(ad, "exited: "); ok {
+			b.Fatalf("sandboxd serve %s exited: %s", workdir, why)
+		}
 		a.base = "http://" + ad
 	case <-time.After(30 * time.Second):
 		b.Fatal("sandboxd serve did not start")
@@ -285,7 +292,7 @@ func alternateAll(n int, pause time.Duration, fs ...func()) []time.Duration {
 // BenchmarkTrivialToolOverHTTP: read of a one-line file over loopback HTTP
 // against calling the read tool directly. Target: HTTP p50 ≤ 1 ms.
 func BenchmarkTrivialToolOverHTTP(b *testing.B) {
-	dir := b.TempDir()
+	dir := sandboxtest.Base(b) // as root, sandboxd acts as an unprivileged uid
 	os.WriteFile(filepath.Join(dir, "one.txt"), []byte("hello\n"), 0o644)
 	a := newAPI(b, dir)
 	const args = `{"path":"one.txt"}`
@@ -303,7 +310,7 @@ func BenchmarkTrivialToolOverHTTP(b *testing.B) {
 // BenchmarkBashTrue: bash `true` through sandboxd (HTTP, confined) against
 // a bare `sh -c true`. Target ≤ 2×.
 func BenchmarkBashTrue(b *testing.B) {
-	dir := b.TempDir()
+	dir := sandboxtest.Base(b)
 	os.Chmod(filepath.Dir(dir), 0o755)
 	os.Chmod(dir, 0o755)
 	a := newAPI(b, dir)
