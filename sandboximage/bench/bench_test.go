@@ -176,7 +176,7 @@ func newAPI(b *testing.B, workdir string) *api {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	addr := make(chan string, 1)
+	addr := make(chan string, 2)
 	go func() {
 		var lines []string
 		sc := bufio.NewScanner(stderr)
