@@ -114,10 +114,10 @@ const (
 // The caller sets Dir and stdio and starts it. It may append to cmd.Env
 // (the additions are scrubbed) but must not replace it: the policy travels
 // in it, and a command without it exits with ExitConfineFailure. It may add
-// to cmd.SysProcAttr (Setctty, Ctty) but must keep Setsid and must not set
-// Credential: when sandboxd is root the trampoline drops to Identity itself,
-// after entering Dir, so that a Dir the uid cannot use fails with a clear
-// message (exit ExitConfineFailure) rather than inside fork.
+// to cmd.SysProcAttr (Setctty, Ctty) but must keep Setsid and must not
+// change Credential: when sandboxd is root the trampoline drops to Identity
+// itself, after entering Dir, so that a Dir the uid cannot use fails with a
+// clear message (exit ExitConfineFailure) rather than inside fork.
 //
 // cmd.Path is /proc/self/exe and cmd.Args[0] the trampoline's marker;
 // cmd.Args[1:] are name and args. An error from Start therefore reads
@@ -189,7 +189,24 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 	}
 	// The trampoline drops root itself (see dropPrivileges), after the
 	// child has entered cmd.Dir.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: rootAgain()}
+	return nil
+}
+
+// regainRoot is the Credential of a trampoline that sandboxd, acting as
+// another user (ActAs), starts: root again from fork to exec, which the
+// real id allows without privilege. Else the trampoline would start with
+// its effective id apart from its real one, a set-uid start to the kernel
+// (AT_SECURE), and the C library would drop variables such as TMPDIR from
+// the environment that it hands on to the command.
+var regainRoot = &syscall.Credential{NoSetGroups: true}
+
+// rootAgain returns regainRoot while sandboxd acts as another user, else
+// nil.
+func rootAgain() *syscall.Credential {
+	if os.Geteuid() != 0 && isRoot() {
+		return regainRoot
+	}
 	return nil
 }
 
@@ -215,8 +232,9 @@ func isRoot() bool { return os.Getuid() == 0 }
 // commands meet, not root's. Its real and saved ids stay root's: its
 // commands, which are uid:gid through and through, can then neither
 // signal it, trace it, read its /proc files nor count against its process
-// limit (the kernel wants them to match every one of its ids). The
-// trampoline takes root back from the real id, to drop it for good.
+// limit (the kernel wants them to match every one of its ids). A
+// trampoline starts as root again (the real id allows that; see
+// regainRoot) and drops every id for good.
 //
 // Call it once, before any command starts, after what needs root (a
 // privileged port, a key file only root may read). It does nothing when

@@ -428,9 +428,11 @@ func TestSandboxdIsUnreadable(t *testing.T) {
 
 // TestActAs: a root sandboxd that acts as its commands' user opens files as
 // that user, on every thread; its commands, cold or warm, have that user's
-// ids only, no capabilities, and cannot take root back; and they cannot
-// signal sandboxd or read its environment even without seccomp and
-// Landlock, because its real and saved ids stay root's.
+// ids only, no capabilities, and cannot take root back, and their
+// environment is whole (a trampoline started as a set-uid program would
+// lose TMPDIR); and they cannot signal sandboxd or read its environment
+// even without seccomp and Landlock, because its real and saved ids stay
+// root's.
 func TestActAs(t *testing.T) {
 	t.Parallel()
 	requireRoot(t)
@@ -456,7 +458,7 @@ func TestActAs(t *testing.T) {
 	if got["root-file"] != "EACCES" {
 		t.Errorf("sandboxd reading a file only root may read: %s, want EACCES", got["root-file"])
 	}
-	want := fmt.Sprintf("Uid: %s %s %s %s Gid: %s %s %s %s Groups: CapPrm: 0000000000000000 CapEff: 0000000000000000",
+	want := fmt.Sprintf("TMPDIR=/tmp Uid: %s %s %s %s Gid: %s %s %s %s Groups: CapPrm: 0000000000000000 CapEff: 0000000000000000",
 		nobody, nobody, nobody, nobody, nobody, nobody, nobody, nobody)
 	for _, start := range []string{"cold", "warm"} {
 		if g := strings.Join(strings.Fields(got[start]), " "); g != want {

@@ -56,8 +56,8 @@
 // sandboxd calls [SetNonDumpable] first thing at start. When it runs as
 // root it then calls [ActAs] with its commands' identity: it keeps root as
 // its real and saved ids, which keeps its commands from it, and opens files
-// with their permissions; the trampoline takes root back from the real id
-// to drop it for good. Tests call [PrepareRoots] to hand writable roots to
+// with their permissions; a trampoline starts as root again, which the real
+// id allows, and drops every id for good. Tests call [PrepareRoots] to hand writable roots to
 // the confined uid.
 //
 // # Security boundary

@@ -432,7 +432,7 @@ func helperActAs(rest []string) int {
 		out["root-file"] = "read"
 	}
 	p := &Policy{}
-	show := `grep -E '^(Uid|Gid|Groups|CapPrm|CapEff):' /proc/self/status | tr -s '\t' ' '`
+	show := `echo TMPDIR=$TMPDIR; grep -E '^(Uid|Gid|Groups|CapPrm|CapEff):' /proc/self/status | tr -s '\t' ' '`
 	for _, start := range []string{"cold", "warm"} {
 		cmd, err := p.Command("/bin/sh", "-c", show)
 		if err != nil {

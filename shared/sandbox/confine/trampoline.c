@@ -350,10 +350,6 @@ static const char *find(const char *name, const char *path) {
 // already. It re-arms the parent-death signal, which changing credentials
 // clears, and then checks that sandboxd still lives.
 static const char *drop_privileges(const struct policy *p, char *why, size_t n) {
-	// A root sandboxd acting as its commands' user (ActAs) passes on root
-	// as the real id only: take it back, to drop every id below.
-	if (geteuid() != 0 && getuid() == 0 && setresuid(-1, 0, -1) != 0)
-		return snprintf(why, n, "seteuid(0): %s", errtext(errno)), why;
 	if (geteuid() != 0) {
 		uid_t ru, eu, su;
 		gid_t rg, eg, sg;

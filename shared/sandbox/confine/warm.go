@@ -137,6 +137,9 @@ func warmable(cmd *exec.Cmd) (req warmRequest, files [3]*os.File, key, guard str
 	}
 	rest := *attr
 	rest.Setsid, rest.Pdeathsig, rest.Setctty = false, 0, false
+	if rest.Credential == rootAgain() {
+		rest.Credential = nil // Command's own
+	}
 	if !reflect.ValueOf(rest).IsZero() { // Ctty too: it must be 0 (stdin)
 		return warmRequest{}, files, "", "", false
 	}
@@ -401,7 +404,7 @@ func startWarm(key string) (*warm, error) {
 	cmd.Env = []string{policyEnv + "=" + enc}
 	cmd.Dir = "/"
 	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3, warm_fd in trampoline.c
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: rootAgain()}
 	if err := cmd.Start(); err != nil {
 		ours.Close()
 		return nil, err
