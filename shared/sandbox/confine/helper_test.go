@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -131,6 +132,14 @@ func helperMain(args []string) int {
 		return 0
 	case "act-as":
 		return helperActAs(rest)
+	case "many-threads":
+		// A sandboxd with more threads than a filter names: what it logs.
+		var log strings.Builder
+		slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+		ReserveThreads(maxGuardTIDs + 8)
+		g := currentGuard()
+		fmt.Printf("named %d\n%s", len(g.TIDs), log.String())
+		return 0
 	case "sandboxd":
 		return helperSandboxd(rest)
 	case "sandboxd-signals":

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"slices"
@@ -247,6 +248,12 @@ func currentGuard() guard {
 		}
 	}
 	tasks.links, tasks.tids, tasks.listed = uint64(st.Nlink), g.TIDs, true
+	if threads := int(st.Nlink) - 2; threads > maxGuardTIDs && !isRoot() {
+		tasks.warnOnce.Do(func() {
+			slog.Warn("confine: sandboxd has more threads than its commands' seccomp filter names; commands of its uid could signal the others (run sandboxd as root to keep them apart)",
+				"threads", threads, "named", maxGuardTIDs)
+		})
+	}
 	return g
 }
 
@@ -257,6 +264,8 @@ var tasks = struct {
 	listed bool
 	links  uint64 // the link count when tids was listed
 	tids   []int  // shared: read only
+	// warnOnce logs that there are more threads than maxGuardTIDs.
+	warnOnce sync.Once
 }{fd: -1}
 
 // maxGuardTIDs bounds the threads the filter names; sandboxd keeps about

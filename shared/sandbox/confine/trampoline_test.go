@@ -1,11 +1,14 @@
 package confine
 
 import (
+	"fmt"
+	"os/exec"
 	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -128,6 +131,23 @@ func TestReserveThreads(t *testing.T) {
 	ReserveThreads(48)
 	if g := currentGuard(); len(g.TIDs)+1 < 48 {
 		t.Fatalf("%d threads after reserving 48", len(g.TIDs)+1)
+	}
+}
+
+// A sandboxd with more threads than its commands' filters name says so
+// once, where its commands share its uid (started as nobody here).
+func TestGuardWarnsPastItsThreads(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	cmd := exec.Command(helperPath, helperArg, "many-threads")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper many-threads: %v, %q", err, out)
+	}
+	// The ids the filter names are the process's and maxGuardTIDs-1 more.
+	if !strings.Contains(string(out), fmt.Sprintf("named %d\n", maxGuardTIDs-1)) || strings.Count(string(out), "more threads than") != 1 {
+		t.Fatalf("helper many-threads: %q, want %d threads named besides the process and one warning", out, maxGuardTIDs-1)
 	}
 }
 
