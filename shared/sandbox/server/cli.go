@@ -48,7 +48,8 @@ const usage = `usage:
 call runs one tool and prints exactly the text the model would see: exit 0
 for a normal result, 3 for an error result, 2 for bad usage.
 serve reads its bearer token from $SANDBOXD_TOKEN.
-Run as root, sandboxd starts every command as --user (default 65534:65534).
+Run as root, sandboxd acts as --user (default 65534:65534), and so do its
+commands, through and through; the roots must be that user's to reach.
 `
 
 // Main runs sandboxd with args (without the program name) and returns its
@@ -86,7 +87,7 @@ func (rf *rootFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.data, "data", "", "the mounted data, read-only")
 	fs.StringVar(&rf.workspace, "workspace", "", "the turn's workspace, writable")
 	fs.IntVar(&rf.timeout, "timeout", int(DefaultTimeout/time.Second), "the fleet's tool_timeout_seconds")
-	fs.StringVar(&rf.user, "user", "", "UID[:GID] that commands run as when sandboxd runs as root (default 65534:65534)")
+	fs.StringVar(&rf.user, "user", "", "UID[:GID] that sandboxd, when run as root, acts as and runs its commands as (default 65534:65534)")
 }
 
 func (rf *rootFlags) config() (Config, error) {
