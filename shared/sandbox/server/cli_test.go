@@ -304,6 +304,38 @@ func TestServeRefusesToStartWithoutAToken(t *testing.T) {
 	}
 }
 
+// A writable root the commands' user cannot write to is named in the log
+// when serve starts: bash and apply_patch would fail there.
+func TestServeWarnsOfAnUnwritableRoot(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only a root sandboxd acts as another user")
+	}
+	f := newFixture(t)
+	agent := filepath.Join(f.base, "agent") // root's, 0755
+	if err := os.Mkdir(agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--agent", agent, "--idle-timeout", "0")
+	if log := p.log(); !strings.Contains(log, "not writable by the commands' user") || !strings.Contains(log, agent) || strings.Contains(log, `"dir":"`+f.work+`"`) {
+		t.Fatalf("serve's log does not name %s alone as unwritable:\n%s", agent, log)
+	}
+}
+
+// A certificate or key that cannot be loaded stops serve before it
+// listens, saying which.
+func TestServeRefusesABadCertificate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	missing := filepath.Join(f.base, "missing.pem")
+	cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--tls-cert", missing, "--tls-key", missing)
+	cmd.Env = append(os.Environ(), server.TokenEnv+"="+testToken)
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "TLS certificate") || !strings.Contains(string(out), missing) {
+		t.Fatalf("serve with a missing certificate: %v %s, want exit 2 naming the file", err, out)
+	}
+}
+
 func TestHealthFailsWithoutAServer(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
