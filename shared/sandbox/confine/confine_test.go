@@ -839,18 +839,26 @@ func TestKillGroupKillsWhatIgnoresSIGTERM(t *testing.T) {
 
 func TestKillGroupReachesGrandchildThatLeftTheSession(t *testing.T) {
 	t.Parallel()
+	_, cmd, work := escapingGrandchild(t)
+	checkEscapedGrandchildKilled(t, cmd, startLines(t, cmd, work), work)
+}
+
+// escapingGrandchild returns a command, under a policy with a writable
+// work folder, whose subshell starts a grandchild and exits at once, so
+// that the grandchild outlives its parent; the grandchild then leaves the
+// session and process group and writes its pid to work/gc.pid, and the
+// command prints "ready" and sleeps.
+func escapingGrandchild(t *testing.T) (*Policy, *exec.Cmd, string) {
+	t.Helper()
 	_, work := roots(t)
 	p := helperPolicy()
 	p.Writable = []string{work}
-	// The subshell starts the grandchild and exits at once, so the
-	// grandchild outlives its parent; the grandchild then leaves the
-	// session and process group.
 	cmd, err := p.Command("sh", "-c", "( "+helperPath+" "+helperArg+" setsid-sleep gc.pid & ); "+
 		"while [ ! -s gc.pid ]; do sleep 0.02; done; echo ready; exec sleep 1000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEscapedGrandchildKilled(t, cmd, startLines(t, cmd, work), work)
+	return p, cmd, work
 }
 
 func TestKillGroupAfterTheCommandExited(t *testing.T) {

@@ -155,14 +155,7 @@ func TestWarmCommandNotFound(t *testing.T) {
 }
 
 func TestWarmKillGroupReachesGrandchildThatLeftTheSession(t *testing.T) {
-	_, work := roots(t)
-	p := helperPolicy()
-	p.Writable = []string{work}
-	cmd, err := p.Command("sh", "-c", "( "+helperPath+" "+helperArg+" setsid-sleep gc.pid & ); "+
-		"while [ ! -s gc.pid ]; do sleep 0.02; done; echo ready; exec sleep 1000")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, cmd, work := escapingGrandchild(t)
 	cmd.Dir = work
 	checkEscapedGrandchildKilled(t, cmd, bufio.NewScanner(startWarmed(t, p, cmd)), work)
 }
