@@ -1,0 +1,221 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+// Spec is what the model is told about a tool, and the check its arguments
+// get. Specs are immutable and safe for concurrent use.
+type Spec interface {
+	// Name is the tool's name, as a Definition lists it and the model calls it.
+	Name() string
+	// Description is the model-facing description.
+	Description() string
+	// Schema is the JSON Schema of the arguments object. The caller must
+	// not change it.
+	Schema() json.RawMessage
+	// Check validates args exactly as Run does before it acts, without
+	// acting: ok false comes with the error Result that Run would return.
+	Check(args json.RawMessage) (res Result, ok bool)
+}
+
+// Tool is one named action. Run validates args (the tool's JSON arguments
+// object) before doing anything; bad arguments give an error Result, not an
+// error. Run returns a non-nil error only when the environment is broken.
+// Tools are safe for concurrent use.
+type Tool interface {
+	Spec
+	Run(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// About describes a tool to Define.
+type About struct {
+	// Name is the tool's name.
+	Name string
+	// Description is the model-facing description, a text/template (usually
+	// embedded from the tool's .txt file). Its numbers come from the Rules and
+	// Values rather than being typed again: {{default "limit"}},
+	// {{max "limit"}} and {{min "limit"}} give a rule's figures, and
+	// {{.Key}} a value of Values. A missing key is an error.
+	Description string
+	// Rules constrain arguments beyond their Go types, keyed by the
+	// argument's JSON name ("limit"), or a path for a nested one
+	// ("plan.status", through arrays).
+	Rules Rules
+	// Values are further figures the description states.
+	Values map[string]any
+}
+
+// Def is the Spec of a tool whose arguments decode into T, a struct. Tools
+// embed a *Def[T] to get Name, Description, Schema and Check, and call
+// Decode in Run. Def is safe for concurrent use.
+type Def[T any] struct {
+	name        string
+	description string
+	schema      json.RawMessage
+	args        *node
+}
+
+var _ Spec = (*Def[struct{}])(nil)
+
+// Define returns the Spec of a tool whose arguments are T, a struct whose
+// exported fields carry json tags. Each field is an argument: required
+// unless its tag has omitempty (or omitzero) or it is a pointer; a required
+// string must not be empty. A `description` struct tag becomes the
+// property's description in the schema.
+//
+// Define panics when T, the rules or the description template are wrong (a
+// rule naming no field, a default out of its own range, an unknown
+// template key): a programming error that any test of the package finds.
+func Define[T any](a About) *Def[T] {
+	n, err := buildNode(reflect.TypeFor[T](), a.Rules, "")
+	if err != nil {
+		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
+	}
+	if n.kind != kindObject {
+		panic(fmt.Sprintf("tool.Define %s: the arguments must be a struct, not %s", a.Name, reflect.TypeFor[T]()))
+	}
+	if err := a.Rules.unused(n); err != nil {
+		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
+	}
+	desc, err := describe(a, n)
+	if err != nil {
+		panic(fmt.Sprintf("tool.Define %s: description: %v", a.Name, err))
+	}
+	schema, err := json.Marshal(n.schema())
+	if err != nil {
+		panic(fmt.Sprintf("tool.Define %s: schema: %v", a.Name, err))
+	}
+	return &Def[T]{name: a.Name, description: desc, schema: schema, args: n}
+}
+
+// Name is the tool's name.
+func (d *Def[T]) Name() string { return d.name }
+
+// Description is the model-facing description, its template executed.
+func (d *Def[T]) Description() string { return d.description }
+
+// Schema is the JSON Schema of the arguments object.
+func (d *Def[T]) Schema() json.RawMessage { return d.schema }
+
+// Check validates args as Decode does.
+func (d *Def[T]) Check(args json.RawMessage) (Result, bool) {
+	_, res, ok := d.Decode(args)
+	return res, ok
+}
+
+// Decode decodes args into a T: every rule checked, every absent argument
+// with a default given it. Unknown arguments, wrong types, missing required
+// ones, values out of range, trailing data and anything but a JSON object
+// are refused with an error Result (ok false) whose text names the tool and
+// the argument and says what is allowed, for example
+//
+//	read: argument "limit" must be 1 or more, not 0
+//
+// An absent or null argument is treated alike. Empty args mean {}.
+func (d *Def[T]) Decode(args json.RawMessage) (v T, res Result, ok bool) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if msg := d.args.decode(args, reflect.ValueOf(&v).Elem(), ""); msg != "" {
+		return v, Errorf("%s: %s", d.name, msg), false
+	}
+	return v, Result{}, true
+}
+
+// Refuse returns the error Result for an argument the tool refuses after
+// decoding, in the wording Decode uses: "NAME: argument "ARG" REASON".
+func (d *Def[T]) Refuse(arg, reason string, a ...any) Result {
+	return Errorf("%s: argument %q %s", d.name, arg, fmt.Sprintf(reason, a...))
+}
+
+// Unbuilt returns a Tool for spec that this version of agentsfleet does not
+// run yet: its Run checks the arguments like any tool and then answers with
+// an error Result saying so, and why.
+func Unbuilt(spec Spec, why string) Tool { return unbuilt{spec, why} }
+
+type unbuilt struct {
+	Spec
+	why string
+}
+
+func (u unbuilt) Run(_ context.Context, args json.RawMessage) (Result, error) {
+	if res, ok := u.Check(args); !ok {
+		return res, nil
+	}
+	return Errorf("%s is not available in this version of agentsfleet: %s", u.Name(), u.why), nil
+}
+
+// Names returns the names of specs, sorted.
+func Names[S Spec](specs []S) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// describe executes a.Description as a template over n's rules and a.Values.
+func describe(a About, n *node) (string, error) {
+	rule := func(path string) (*Rule, error) {
+		f := n.find(path)
+		if f == nil {
+			return nil, fmt.Errorf("no argument %q", path)
+		}
+		return &f.rule, nil
+	}
+	funcs := template.FuncMap{
+		"default": func(path string) (any, error) {
+			r, err := rule(path)
+			if err != nil || r.def == nil {
+				return nil, cmpErr(err, "argument %q has no default", path)
+			}
+			return r.def, nil
+		},
+		"min": func(path string) (any, error) {
+			r, err := rule(path)
+			if err != nil || r.min == nil {
+				return nil, cmpErr(err, "argument %q has no minimum", path)
+			}
+			return number(*r.min), nil
+		},
+		"max": func(path string) (any, error) {
+			r, err := rule(path)
+			if err != nil || r.max == nil {
+				return nil, cmpErr(err, "argument %q has no maximum", path)
+			}
+			return number(*r.max), nil
+		},
+	}
+	t, err := template.New(a.Name).Funcs(funcs).Option("missingkey=error").Parse(a.Description)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	values := a.Values
+	if values == nil {
+		values = map[string]any{}
+	}
+	if err := t.Execute(&b, values); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func cmpErr(err error, format string, a ...any) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf(format, a...)
+}
+
+// ArgsType is T, the Go type the arguments decode into.
+func (d *Def[T]) ArgsType() reflect.Type { return reflect.TypeFor[T]() }
