@@ -22,6 +22,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 const (
@@ -154,7 +155,7 @@ func sandboxdBinary(b *testing.B) string {
 // api is a real sandboxd serve process over workdir, on loopback, and the
 // same tools built in this process for direct calls.
 type api struct {
-	tools  []sandbox.Tool
+	tools  []tool.Tool
 	base   string
 	client *http.Client
 }
@@ -203,18 +204,18 @@ func newAPI(b *testing.B, workdir string) *api {
 	return a
 }
 
-func (a *api) call(b *testing.B, tool, args string) sandbox.Result {
-	req, _ := http.NewRequest(http.MethodPost, a.base+server.ToolsPath+tool, strings.NewReader(args))
+func (a *api) call(b *testing.B, name, args string) tool.Result {
+	req, _ := http.NewRequest(http.MethodPost, a.base+server.ToolsPath+name, strings.NewReader(args))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := a.client.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var res sandbox.Result
+	var res tool.Result
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		b.Fatalf("%s %s: %s %s", tool, args, resp.Status, body)
+		b.Fatalf("%s %s: %s %s", name, args, resp.Status, body)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		b.Fatal(err)
@@ -222,9 +223,9 @@ func (a *api) call(b *testing.B, tool, args string) sandbox.Result {
 	return res
 }
 
-func (a *api) direct(b *testing.B, tool, args string) sandbox.Result {
+func (a *api) direct(b *testing.B, name, args string) tool.Result {
 	for _, t := range a.tools {
-		if t.Name() == tool {
+		if t.Name() == name {
 			res, err := t.Run(context.Background(), json.RawMessage(args))
 			if err != nil {
 				b.Fatal(err)
@@ -232,8 +233,8 @@ func (a *api) direct(b *testing.B, tool, args string) sandbox.Result {
 			return res
 		}
 	}
-	b.Fatalf("no tool %s", tool)
-	return sandbox.Result{}
+	b.Fatalf("no name %s", name)
+	return tool.Result{}
 }
 
 // timings runs f n times and returns the durations.
@@ -367,7 +368,7 @@ func BenchmarkGrep(b *testing.B) {
 			}
 		}
 	}
-	toolArgv := (&shell.Grep{RG: rg}).Argv(shell.GrepArgs{Pattern: needle}, "./tree")
+	toolArgv := (&shell.Grep{RG: rg}).Argv(sandbox.GrepArgs{Pattern: needle}, "./tree")
 	p := alternateAll(21, 0, func() { a.call(b, "grep", args) }, rgRun("-n", needle, "tree"), rgRun(toolArgv[1:]...))
 	viaP50, rgP50, toolP50 := p[0], p[1], p[2]
 	ratio := float64(viaP50) / float64(rgP50)

@@ -3,7 +3,6 @@ package files
 import (
 	"cmp"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -18,61 +17,38 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
-
-//go:embed glob.txt
-var globDescription string
-
-// The limits of glob, from the built-in tools page.
-const (
-	GlobDefaultResults = 200
-	GlobMaxResults     = 2000
-)
-
-// GlobArgs are glob's arguments.
-type GlobArgs struct {
-	Pattern    string `json:"pattern"`
-	Path       string `json:"path,omitempty"`
-	MaxResults *int   `json:"max_results,omitempty"`
-}
 
 // Glob is the glob tool. It walks the tree through os.Root, one directory
 // at a time, so no link leads it outside the root it starts in; it skips
 // .git and does not follow symbolic links to directories. Safe for
 // concurrent use.
 type Glob struct {
+	*tool.Def[sandbox.GlobArgs]
 	roots   *sandbox.Roots
 	timeout time.Duration
 }
 
-var _ sandbox.Tool = (*Glob)(nil)
+var _ tool.Tool = (*Glob)(nil)
 
 // NewGlob returns the glob tool over roots. A search stops after timeout
 // (the fleet's tool_timeout_seconds; zero means no limit) and says so.
 func NewGlob(roots *sandbox.Roots, timeout time.Duration) *Glob {
-	return &Glob{roots: roots, timeout: timeout}
+	return &Glob{Def: sandbox.Glob, roots: roots, timeout: timeout}
 }
 
-// Name is "glob".
-func (*Glob) Name() string { return "glob" }
-
-// Description is the model-facing description.
-func (*Glob) Description() string { return globDescription }
-
 // Run finds the files matching the pattern.
-func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
-	var args GlobArgs
-	if res, ok := sandbox.DecodeArgs("glob", raw, &args); !ok {
+func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
 		return res, nil
 	}
 	pattern, res, ok := checkGlobPattern(args.Pattern)
 	if !ok {
 		return res, nil
 	}
-	limit, res, ok := sandbox.Count("glob", "max_results", args.MaxResults, GlobDefaultResults, GlobMaxResults)
-	if !ok {
-		return res, nil
-	}
+	limit := args.MaxResults
 	shown := args.Path
 	if shown == "" {
 		shown = "the workdir"
@@ -96,25 +72,25 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	info, err := rv.FS.Stat(start)
 	if err != nil {
 		if base != "." && !os.IsPermission(err) {
-			return sandbox.Text(noGlobMatch(args.Pattern, shown)), nil
+			return tool.Text(noGlobMatch(args.Pattern, shown)), nil
 		}
 		if res, ok := fsResult("glob", shown, err); ok {
 			return res, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("glob: stat %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("glob: stat %s: %w", rv.Real(), err)
 	}
 	if !info.IsDir() {
 		if base == "." {
-			return sandbox.Errorf("glob: %s is a file, not a directory to search", shown), nil
+			return tool.Errorf("glob: %s is a file, not a directory to search", shown), nil
 		}
-		return sandbox.Text(noGlobMatch(args.Pattern, shown)), nil
+		return tool.Text(noGlobMatch(args.Pattern, shown)), nil
 	}
 	dir, err := rv.FS.OpenRoot(start)
 	if err != nil {
 		if res, ok := fsResult("glob", shown, err); ok {
 			return res, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("glob: open %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("glob: open %s: %w", rv.Real(), err)
 	}
 
 	if t.timeout > 0 {
@@ -135,7 +111,7 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	w.walk(top)
 
 	if len(w.found) == 0 && w.stopped == nil {
-		return sandbox.Text(noGlobMatch(args.Pattern, shown)), nil
+		return tool.Text(noGlobMatch(args.Pattern, shown)), nil
 	}
 	var b strings.Builder
 	for i, p := range w.found {
@@ -146,7 +122,7 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	}
 	switch {
 	case w.cut:
-		fmt.Fprintf(&b, "\n[results cut at %d paths: narrow the pattern or the path, or raise max_results (at most %d)]", limit, GlobMaxResults)
+		fmt.Fprintf(&b, "\n[results cut at %d paths: narrow the pattern or the path, or raise max_results (at most %d)]", limit, sandbox.GlobMaxResults)
 	case w.stopped != nil && context.Cause(ctx) == errToolTimeout:
 		if len(w.found) == 0 {
 			fmt.Fprintf(&b, "[no match found before glob stopped after the tool timeout of %s; narrow the path or the pattern]", seconds(t.timeout))
@@ -159,33 +135,30 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		}
 		fmt.Fprintf(&b, "[glob stopped: %v]", w.stopped)
 	}
-	return sandbox.Text(b.String()), nil
+	return tool.Text(b.String()), nil
 }
 
 // checkGlobPattern refuses absolute patterns, patterns with a ".." segment
 // and malformed ones. It returns the pattern without a leading "./".
-func checkGlobPattern(p string) (string, sandbox.Result, bool) {
-	if p == "" {
-		return "", sandbox.Errorf("glob: pattern is required"), false
-	}
+func checkGlobPattern(p string) (string, tool.Result, bool) {
 	if strings.HasPrefix(p, "/") {
-		return "", sandbox.Errorf("glob: pattern %q must be relative; give the directory to search from as path", p), false
+		return "", tool.Errorf("glob: pattern %q must be relative; give the directory to search from as path", p), false
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
-			return "", sandbox.Errorf("glob: pattern %q must not contain ..; give the directory to search from as path", p), false
+			return "", tool.Errorf("glob: pattern %q must not contain ..; give the directory to search from as path", p), false
 		}
 	}
 	for strings.HasPrefix(p, "./") {
 		p = strings.TrimLeft(p[2:], "/")
 	}
 	if p == "" || p == "." {
-		return "", sandbox.Errorf("glob: pattern %q matches no file; try *", "./"), false
+		return "", tool.Errorf("glob: pattern %q matches no file; try *", "./"), false
 	}
 	if !doublestar.ValidatePattern(p) {
-		return "", sandbox.Errorf("glob: pattern %q is malformed (check its [ ] and { } pairs)", p), false
+		return "", tool.Errorf("glob: pattern %q is malformed (check its [ ] and { } pairs)", p), false
 	}
-	return p, sandbox.Result{}, true
+	return p, tool.Result{}, true
 }
 
 func noGlobMatch(pattern, shown string) string {

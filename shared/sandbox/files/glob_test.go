@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/files"
 )
 
@@ -77,9 +78,9 @@ func TestGlobLimits(t *testing.T) {
 		wantN    int
 		wantLast string
 	}{
-		{map[string]any{"pattern": "*.txt"}, files.GlobDefaultResults, "[results cut at 200 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
-		{map[string]any{"pattern": "*.txt", "max_results": 5000}, files.GlobMaxResults, "[results cut at 2000 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
-		{map[string]any{"pattern": "*.txt", "max_results": 2100}, files.GlobMaxResults, "[results cut at 2000 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
+		{map[string]any{"pattern": "*.txt"}, sandbox.GlobDefaultResults, "[results cut at 200 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
+		{map[string]any{"pattern": "*.txt", "max_results": 5000}, sandbox.GlobMaxResults, "[results cut at 2000 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
+		{map[string]any{"pattern": "*.txt", "max_results": 2100}, sandbox.GlobMaxResults, "[results cut at 2000 paths: narrow the pattern or the path, or raise max_results (at most 2000)]"},
 	} {
 		res := run(t, tool, tt.args)
 		lines := strings.Split(res.Output, "\n")
@@ -100,12 +101,12 @@ func TestGlobErrors(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{}, "glob: pattern is required"},
+		{map[string]any{}, `glob: argument "pattern" is required`},
 		{map[string]any{"pattern": "/etc/*"}, "must be relative"},
 		{map[string]any{"pattern": "../*"}, "must not contain .."},
 		{map[string]any{"pattern": "src/../../*"}, "must not contain .."},
 		{map[string]any{"pattern": "[a-"}, "is malformed"},
-		{map[string]any{"pattern": "*", "max_results": 0}, "max_results must be 1 or more"},
+		{map[string]any{"pattern": "*", "max_results": 0}, `glob: argument "max_results" must be 1 or more, not 0`},
 		{map[string]any{"pattern": "*", "path": "main.go"}, "glob: main.go is a file, not a directory"},
 		{map[string]any{"pattern": "*", "path": "nope"}, "glob: nope does not exist"},
 		{map[string]any{"pattern": "*", "path": "src/out-dir"}, "outside the agent's data"},

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,41 +14,26 @@ import (
 	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
-
-//go:embed list.txt
-var listDescription string
-
-// ListMaxEntries is how many entries list shows.
-const ListMaxEntries = 500
-
-// ListArgs are list's arguments.
-type ListArgs struct {
-	Path string `json:"path,omitempty"`
-}
 
 // List is the list tool. It keeps only the entries it will show, so a
 // directory of a million files costs no more memory than one of 500. Safe
 // for concurrent use.
 type List struct {
+	*tool.Def[sandbox.ListArgs]
 	roots *sandbox.Roots
 }
 
-var _ sandbox.Tool = (*List)(nil)
+var _ tool.Tool = (*List)(nil)
 
 // NewList returns the list tool over roots.
-func NewList(roots *sandbox.Roots) *List { return &List{roots: roots} }
-
-// Name is "list".
-func (*List) Name() string { return "list" }
-
-// Description is the model-facing description.
-func (*List) Description() string { return listDescription }
+func NewList(roots *sandbox.Roots) *List { return &List{Def: sandbox.List, roots: roots} }
 
 // Run lists the directory the arguments name.
-func (t *List) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
-	var args ListArgs
-	if res, ok := sandbox.DecodeArgs("list", raw, &args); !ok {
+func (t *List) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
 		return res, nil
 	}
 	shown := args.Path
@@ -66,28 +50,28 @@ func (t *List) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		if res, ok := fsResult("list", shown, err); ok {
 			return res, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("list %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("list %s: %w", rv.Real(), err)
 	}
 	defer dir.Close()
 	info, err := dir.Stat()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("list: stat %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("list: stat %s: %w", rv.Real(), err)
 	}
 	if !info.IsDir() {
-		return sandbox.Errorf("list: %s is a file, not a directory; use read to see it", shown), nil
+		return tool.Errorf("list: %s is a file, not a directory; use read to see it", shown), nil
 	}
 
 	keep := &entryHeap{}
 	total := 0
 	for {
 		if ctx.Err() != nil {
-			return sandbox.Errorf("list: stopped: %v", context.Cause(ctx)), nil
+			return tool.Errorf("list: stopped: %v", context.Cause(ctx)), nil
 		}
 		batch, err := dir.ReadDir(1024)
 		for _, e := range batch {
 			total++
 			heap.Push(keep, listEntry{name: e.Name(), dir: t.isDir(rv, e)})
-			if keep.Len() > ListMaxEntries {
+			if keep.Len() > sandbox.ListMaxEntries {
 				heap.Pop(keep) // the entry that sorts last
 			}
 		}
@@ -98,11 +82,11 @@ func (t *List) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 			if res, ok := fsResult("list", shown, err); ok {
 				return res, nil
 			}
-			return sandbox.Result{}, fmt.Errorf("list %s: %w", rv.Real(), err)
+			return tool.Result{}, fmt.Errorf("list %s: %w", rv.Real(), err)
 		}
 	}
 	if total == 0 {
-		return sandbox.Text(fmt.Sprintf("[%s is an empty directory]", shown)), nil
+		return tool.Text(fmt.Sprintf("[%s is an empty directory]", shown)), nil
 	}
 	entries := []listEntry(*keep)
 	slices.SortFunc(entries, compareEntries)
@@ -119,7 +103,7 @@ func (t *List) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	if more := total - len(entries); more > 0 {
 		fmt.Fprintf(&b, "\n[%d more %s not shown: %s holds %d in all]", more, plural(more, "entry", "entries"), shown, total)
 	}
-	return sandbox.Text(b.String()), nil
+	return tool.Text(b.String()), nil
 }
 
 // isDir reports whether e is a directory, following a symbolic link only

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/files"
 )
 
@@ -53,7 +54,7 @@ func TestListCapsAt500(t *testing.T) {
 	}
 	res := run(t, files.NewList(f.roots), map[string]any{"path": "many"})
 	lines := strings.Split(res.Output, "\n")
-	if got, want := len(lines), files.ListMaxEntries+1; got != want {
+	if got, want := len(lines), sandbox.ListMaxEntries+1; got != want {
 		t.Fatalf("got %d lines, want %d", got, want)
 	}
 	if lines[0] != "z00/" || lines[9] != "z09/" || lines[10] != "f0000" || lines[499] != "f0489" {

@@ -10,23 +10,24 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // resolve checks p (the model's path, "" meaning the workdir) against the
 // roots for reading. A path outside them is an error result; only a broken
 // environment (a root that cannot be opened) is a Go error.
-func resolve(roots *sandbox.Roots, tool, p string) (*sandbox.Resolved, sandbox.Result, error) {
+func resolve(roots *sandbox.Roots, name, p string) (*sandbox.Resolved, tool.Result, error) {
 	if p == "" {
 		p = roots.Workdir()
 	}
 	rv, err := roots.Resolve(p, false)
 	if errors.Is(err, sandbox.ErrOutside) {
-		return nil, sandbox.Errorf("%s: %v", tool, err), nil
+		return nil, tool.Errorf("%s: %v", name, err), nil
 	}
 	if err != nil {
-		return nil, sandbox.Result{}, fmt.Errorf("%s: %w", tool, err)
+		return nil, tool.Result{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return rv, sandbox.Result{}, nil
+	return rv, tool.Result{}, nil
 }
 
 // display is how the tools show a real path: relative to the workdir when it
@@ -54,34 +55,34 @@ const errPathEscapes = "path escapes from parent"
 // fsResult turns an error from an access through os.Root into a result the
 // model can act on. ok is false when the error means a broken environment,
 // which the caller returns as a Go error.
-func fsResult(tool, shown string, err error) (res sandbox.Result, ok bool) {
+func fsResult(name, shown string, err error) (res tool.Result, ok bool) {
 	var errno syscall.Errno
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return sandbox.Errorf("%s: %s does not exist", tool, shown), true
+		return tool.Errorf("%s: %s does not exist", name, shown), true
 	case errors.Is(err, fs.ErrPermission):
-		return sandbox.Errorf("%s: permission denied: %s", tool, shown), true
+		return tool.Errorf("%s: permission denied: %s", name, shown), true
 	case errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == errPathEscapes:
-		return sandbox.Errorf("%s: %s points %v", tool, shown, sandbox.ErrOutside), true
+		return tool.Errorf("%s: %s points %v", name, shown, sandbox.ErrOutside), true
 	case errors.As(err, &errno):
 		switch errno {
 		case syscall.ENOTDIR:
-			return sandbox.Errorf("%s: %s: a part of the path is not a directory", tool, shown), true
+			return tool.Errorf("%s: %s: a part of the path is not a directory", name, shown), true
 		case syscall.ELOOP:
-			return sandbox.Errorf("%s: %s: too many levels of symbolic links", tool, shown), true
+			return tool.Errorf("%s: %s: too many levels of symbolic links", name, shown), true
 		case syscall.ENAMETOOLONG:
-			return sandbox.Errorf("%s: %s: the name is too long", tool, shown), true
+			return tool.Errorf("%s: %s: the name is too long", name, shown), true
 		case syscall.ENXIO, syscall.ENODEV:
-			return sandbox.Errorf("%s: %s is not a regular file", tool, shown), true
+			return tool.Errorf("%s: %s is not a regular file", name, shown), true
 		}
 	}
-	return sandbox.Result{}, false
+	return tool.Result{}, false
 }
 
-// errToolTimeout is the cause of a context ended by the tool timeout, as
+// errToolTimeout is the cause of a context ended by the name timeout, as
 // opposed to the caller's cancellation.
-var errToolTimeout = errors.New("the tool timeout passed")
+var errToolTimeout = errors.New("the name timeout passed")
 
 // seconds writes a timeout the way the fleet sets it: "120 seconds".
 func seconds(d time.Duration) string {

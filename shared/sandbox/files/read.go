@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,73 +15,44 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
-//go:embed read.txt
-var readDescription string
-
-// The limits of read, from the built-in tools page.
+// The buffer of read, beyond the limits of its contract (sandbox.Read).
 const (
-	ReadDefaultLimit = 400  // lines returned when limit is not given
-	ReadMaxLimit     = 2000 // a larger limit reads this many lines
-	ReadMaxLineChars = 4000 // characters kept of one line
 	// ReadBinaryProbe is how much of the start of a file is searched for a
 	// NUL byte, the sign of a binary file.
 	ReadBinaryProbe = 8 << 10
 	// The read buffer is sized to the file between these bounds: large
 	// reads are what makes skipping to a deep offset fast, and the upper
 	// bound keeps memory bounded whatever the file's size or line length.
-	// The lower bound holds more than ReadMaxLineChars characters, so a
-	// long line is always cut within its first buffer.
+	// The lower bound holds more than sandbox.ReadMaxLineChars characters,
+	// so a long line is always cut within its first buffer.
 	minReadBuffer = 16 << 10
 	maxReadBuffer = 1 << 20
 )
-
-// ReadArgs are read's arguments.
-type ReadArgs struct {
-	Path   string `json:"path"`
-	Offset *int   `json:"offset,omitempty"`
-	Limit  *int   `json:"limit,omitempty"`
-}
 
 // Read is the read tool. It streams the file through one fixed buffer:
 // memory does not grow with the file's size or the length of its lines.
 // Safe for concurrent use.
 type Read struct {
+	*tool.Def[sandbox.ReadArgs]
 	roots *sandbox.Roots
 }
 
-var _ sandbox.Tool = (*Read)(nil)
+var _ tool.Tool = (*Read)(nil)
 
 // NewRead returns the read tool over roots.
-func NewRead(roots *sandbox.Roots) *Read { return &Read{roots: roots} }
-
-// Name is "read".
-func (*Read) Name() string { return "read" }
-
-// Description is the model-facing description.
-func (*Read) Description() string { return readDescription }
+func NewRead(roots *sandbox.Roots) *Read { return &Read{Def: sandbox.Read, roots: roots} }
 
 // Run reads the lines the arguments ask for. Paths outside the roots,
 // directories, binary files and offsets past the end are error results.
-func (t *Read) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
-	var args ReadArgs
-	if res, ok := sandbox.DecodeArgs("read", raw, &args); !ok {
-		return res, nil
-	}
-	if args.Path == "" {
-		return sandbox.Errorf("read: path is required"), nil
-	}
-	offset := 1
-	if args.Offset != nil {
-		if offset = *args.Offset; offset < 1 {
-			return sandbox.Errorf("read: offset must be 1 or more (lines count from 1), not %d", offset), nil
-		}
-	}
-	limit, res, ok := sandbox.Count("read", "limit", args.Limit, ReadDefaultLimit, ReadMaxLimit)
+func (t *Read) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
 	if !ok {
 		return res, nil
 	}
+	offset, limit := args.Offset, args.Limit
 	rv, res, err := resolve(t.roots, "read", args.Path)
 	if rv == nil {
 		return res, err
@@ -95,18 +65,18 @@ func (t *Read) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		if res, ok := fsResult("read", args.Path, err); ok {
 			return res, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("read: stat %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("read: stat %s: %w", rv.Real(), err)
 	}
 	if info.IsDir() {
-		return sandbox.Errorf("read: %s is a directory; use list to see what it holds", args.Path), nil
+		return tool.Errorf("read: %s is a directory; use list to see what it holds", args.Path), nil
 	}
 	if !info.Mode().IsRegular() {
-		return sandbox.Errorf("read: %s is not a regular file", args.Path), nil
+		return tool.Errorf("read: %s is not a regular file", args.Path), nil
 	}
 	bufSize := int(min(max(info.Size()+1, minReadBuffer), maxReadBuffer))
 	out, res, err := readLines(ctx, bufio.NewReaderSize(f, bufSize), args.Path, offset, limit)
@@ -114,56 +84,56 @@ func (t *Read) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 		if res, ok := fsResult("read", args.Path, err); ok {
 			return res, nil
 		}
-		return sandbox.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
+		return tool.Result{}, fmt.Errorf("read %s: %w", rv.Real(), err)
 	}
 	if res.IsError {
 		return res, nil
 	}
-	return sandbox.Text(out), nil
+	return tool.Text(out), nil
 }
 
 // readLines streams r and returns lines offset..offset+limit-1 formatted as
 // N<TAB>text. A non-error Result with empty output means "use out".
-func readLines(ctx context.Context, br *bufio.Reader, shown string, offset, limit int) (string, sandbox.Result, error) {
+func readLines(ctx context.Context, br *bufio.Reader, shown string, offset, limit int) (string, tool.Result, error) {
 	head, err := br.Peek(ReadBinaryProbe)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return "", sandbox.Result{}, err
+		return "", tool.Result{}, err
 	}
 	if bytes.IndexByte(head, 0) >= 0 {
-		return "", sandbox.Errorf("read: %s looks like a binary file (it has a NUL byte in its first %d KiB); read shows text files only", shown, ReadBinaryProbe>>10), nil
+		return "", tool.Errorf("read: %s looks like a binary file (it has a NUL byte in its first %d KiB); read shows text files only", shown, ReadBinaryProbe>>10), nil
 	}
 	if len(head) == 0 {
 		if offset == 1 {
-			return fmt.Sprintf("[%s is empty]", shown), sandbox.Result{}, nil
+			return fmt.Sprintf("[%s is empty]", shown), tool.Result{}, nil
 		}
-		return "", sandbox.Errorf("read: offset %d is past the end of %s, which is empty", offset, shown), nil
+		return "", tool.Errorf("read: offset %d is past the end of %s, which is empty", offset, shown), nil
 	}
 
 	// Skip the lines before offset.
 	skipped, err := skipLines(ctx, br, offset-1)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", sandbox.Errorf("read: stopped before reaching line %d: %v", offset, context.Cause(ctx)), nil
+			return "", tool.Errorf("read: stopped before reaching line %d: %v", offset, context.Cause(ctx)), nil
 		}
-		return "", sandbox.Result{}, err
+		return "", tool.Result{}, err
 	}
 	if skipped < offset-1 {
-		return "", sandbox.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, skipped, plural(skipped, "line", "lines")), nil
+		return "", tool.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, skipped, plural(skipped, "line", "lines")), nil
 	}
 	line := offset
 
 	var b strings.Builder
-	text := make([]byte, 0, ReadMaxLineChars*utf8.UTFMax)
+	text := make([]byte, 0, sandbox.ReadMaxLineChars*utf8.UTFMax)
 	for n := 0; n < limit; n++ {
 		var truncated, found bool
 		text, truncated, found, err = nextLine(br, text[:0])
 		if err != nil {
-			return "", sandbox.Result{}, err
+			return "", tool.Result{}, err
 		}
 		if !found {
 			if n == 0 {
 				lines := line - 1
-				return "", sandbox.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, lines, plural(lines, "line", "lines")), nil
+				return "", tool.Errorf("read: offset %d is past the end of %s, which has %d %s", offset, shown, lines, plural(lines, "line", "lines")), nil
 			}
 			break
 		}
@@ -181,9 +151,9 @@ func readLines(ctx context.Context, br *bufio.Reader, shown string, offset, limi
 	if _, err := br.Peek(1); err == nil {
 		fmt.Fprintf(&b, "\n[more lines follow: continue with offset %d]", line)
 	} else if !errors.Is(err, io.EOF) {
-		return "", sandbox.Result{}, err
+		return "", tool.Result{}, err
 	}
-	return b.String(), sandbox.Result{}, nil
+	return b.String(), tool.Result{}, nil
 }
 
 // skipLines discards the first n lines of br and returns how many it
@@ -226,7 +196,7 @@ func skipLines(ctx context.Context, br *bufio.Reader, n int) (int, error) {
 }
 
 // nextLine reads one line from br, without its newline. It appends at most
-// ReadMaxLineChars characters of it to keep and discards the rest,
+// sandbox.ReadMaxLineChars characters of it to keep and discards the rest,
 // reporting that with truncated. found is false at the
 // end of the file. Memory use is br's buffer plus what it keeps.
 func nextLine(br *bufio.Reader, keep []byte) (text []byte, truncated, found bool, err error) {
@@ -255,10 +225,10 @@ func nextLine(br *bufio.Reader, keep []byte) (text []byte, truncated, found bool
 	}
 }
 
-// appendChars appends chunk to keep until keep holds ReadMaxLineChars
+// appendChars appends chunk to keep until keep holds sandbox.ReadMaxLineChars
 // characters; truncated reports that chunk did not fit.
 func appendChars(keep, chunk []byte, chars int) ([]byte, int, bool) {
-	room := ReadMaxLineChars - chars
+	room := sandbox.ReadMaxLineChars - chars
 	if utf8.RuneCount(chunk) <= room {
 		return append(keep, chunk...), chars + utf8.RuneCount(chunk), false
 	}
@@ -267,7 +237,7 @@ func appendChars(keep, chunk []byte, chars int) ([]byte, int, bool) {
 		_, size := utf8.DecodeRune(chunk[i:])
 		i += size
 	}
-	return append(keep, chunk[:i]...), ReadMaxLineChars, true
+	return append(keep, chunk[:i]...), sandbox.ReadMaxLineChars, true
 }
 
 func plural(n int, one, many string) string {

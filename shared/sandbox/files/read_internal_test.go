@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 )
 
 // ys is a reader of n 'y' bytes followed by tail, made without memory.
@@ -39,7 +41,7 @@ func TestReadLinesStreamsAGigabyteLine(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("readLines: %v %q", err, res.Output)
 		}
-		want := "1\t" + strings.Repeat("y", ReadMaxLineChars) + " [line truncated]\n2\tend"
+		want := "1\t" + strings.Repeat("y", sandbox.ReadMaxLineChars) + " [line truncated]\n2\tend"
 		if offset == 2 {
 			want = "2\tend"
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/files"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 func numbered(from, to int) string {
@@ -82,14 +83,14 @@ func TestReadFormat(t *testing.T) {
 func TestReadCutsLongLines(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	exact := strings.Repeat("é", files.ReadMaxLineChars) // 4000 characters, 8000 bytes
+	exact := strings.Repeat("é", sandbox.ReadMaxLineChars) // 4000 characters, 8000 bytes
 	long := strings.Repeat("ab", 100_000)
 	write(t, filepath.Join(f.work, "long.txt"), exact+"\n"+exact+"x\n"+long+"\nafter\n")
 	tool := files.NewRead(f.roots)
 	res := run(t, tool, map[string]any{"path": "long.txt"})
 	want := "1\t" + exact + "\n" +
 		"2\t" + exact + " [line truncated]\n" +
-		"3\t" + long[:files.ReadMaxLineChars] + " [line truncated]\n" +
+		"3\t" + long[:sandbox.ReadMaxLineChars] + " [line truncated]\n" +
 		"4\tafter"
 	wantText(t, res, want)
 }
@@ -115,15 +116,15 @@ func TestReadErrors(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{}, "read: path is required"},
+		{map[string]any{}, `read: argument "path" is required`},
 		{map[string]any{"path": "12.txt", "offset": 13}, "read: offset 13 is past the end of 12.txt, which has 12 lines"},
 		{map[string]any{"path": "12.txt", "offset": 1000}, "read: offset 1000 is past the end of 12.txt, which has 12 lines"},
 		{map[string]any{"path": "one.txt", "offset": 2}, "which has 1 line"},
 		{map[string]any{"path": "empty.txt", "offset": 2}, "read: offset 2 is past the end of empty.txt, which is empty"},
 		{map[string]any{"path": "noeol.txt", "offset": 3}, "read: offset 3 is past the end of noeol.txt, which has 2 lines"},
 		{map[string]any{"path": "newlines.txt", "offset": 4}, "read: offset 4 is past the end of newlines.txt, which has 3 lines"},
-		{map[string]any{"path": "12.txt", "offset": 0}, "offset must be 1 or more"},
-		{map[string]any{"path": "12.txt", "limit": 0}, "limit must be 1 or more"},
+		{map[string]any{"path": "12.txt", "offset": 0}, `read: argument "offset" must be 1 or more, not 0`},
+		{map[string]any{"path": "12.txt", "limit": 0}, `read: argument "limit" must be 1 or more, not 0`},
 		{map[string]any{"path": "12.txt", "limit": "x"}, `"limit" must be an integer`},
 		{map[string]any{"path": "dir"}, "read: dir is a directory; use list"},
 		{map[string]any{"path": "bin.dat"}, "read: bin.dat looks like a binary file"},
@@ -209,7 +210,7 @@ func TestReadSparseLongLine(t *testing.T) {
 		t.Errorf("reading past a 64 MiB line allocated %d bytes, want at most 4 MiB", alloc)
 	}
 	res = run(t, tool, map[string]any{"path": "huge.txt", "limit": 1})
-	want := "1\tstart" + strings.Repeat("y", files.ReadMaxLineChars-5) + " [line truncated]\n[more lines follow: continue with offset 2]"
+	want := "1\tstart" + strings.Repeat("y", sandbox.ReadMaxLineChars-5) + " [line truncated]\n[more lines follow: continue with offset 2]"
 	wantText(t, res, want)
 }
 
@@ -226,4 +227,4 @@ func TestReadStopsWhenCancelled(t *testing.T) {
 	wantError(t, res, "read: stopped before reaching line 90000")
 }
 
-var _ sandbox.Tool = files.NewRead(nil)
+var _ tool.Tool = files.NewRead(nil)

@@ -2,60 +2,43 @@ package patch
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
-
-//go:embed apply_patch.txt
-var applyPatchDescription string
-
-// ApplyPatchParams are apply_patch's arguments: Codex's JSON form of the
-// tool, whose one argument holds the patch.
-type ApplyPatchParams struct {
-	Input string `json:"input" description:"The entire contents of the apply_patch command: *** Begin Patch … *** End Patch."`
-}
 
 // ApplyPatch is the apply_patch tool. It is safe for concurrent use:
 // patches are applied one at a time.
 type ApplyPatch struct {
+	*tool.Def[sandbox.ApplyPatchArgs]
 	roots *sandbox.Roots
 	mu    sync.Mutex
 }
 
-var _ sandbox.Tool = (*ApplyPatch)(nil)
+var _ tool.Tool = (*ApplyPatch)(nil)
 
 // NewApplyPatch returns the apply_patch tool (an *ApplyPatch) writing below
 // roots' writable folders.
-func NewApplyPatch(roots *sandbox.Roots) sandbox.Tool {
-	return &ApplyPatch{roots: roots}
+func NewApplyPatch(roots *sandbox.Roots) tool.Tool {
+	return &ApplyPatch{Def: sandbox.ApplyPatch, roots: roots}
 }
-
-// Name is "apply_patch".
-func (*ApplyPatch) Name() string { return "apply_patch" }
-
-// Description is the model-facing description.
-func (*ApplyPatch) Description() string { return applyPatchDescription }
 
 // Run parses and applies the patch. A patch that does not parse or apply is
 // an error result (Codex's wording: "Invalid patch: …", "Failed to find
 // expected lines in …"); success is "Success. Updated the following
 // files:" and one "A path", "M path" or "D path" line per file.
-func (t *ApplyPatch) Run(_ context.Context, args json.RawMessage) (sandbox.Result, error) {
-	var p ApplyPatchParams
-	if res, ok := sandbox.DecodeArgs(t.Name(), args, &p); !ok {
+func (t *ApplyPatch) Run(_ context.Context, args json.RawMessage) (tool.Result, error) {
+	p, res, ok := t.Decode(args)
+	if !ok {
 		return res, nil
-	}
-	if strings.TrimSpace(p.Input) == "" {
-		return sandbox.Errorf(`apply_patch: "input" is required: a patch from "*** Begin Patch" to "*** End Patch"`), nil
 	}
 	parsed, err := Parse(p.Input)
 	if err != nil {
-		return sandbox.Errorf("%v", err), nil
+		return tool.Errorf("%v", err), nil
 	}
 	t.mu.Lock()
 	changes, err := Apply(t.roots, parsed)
@@ -63,13 +46,13 @@ func (t *ApplyPatch) Run(_ context.Context, args json.RawMessage) (sandbox.Resul
 	if err != nil {
 		var perr *Error
 		if !errors.As(err, &perr) {
-			return sandbox.Result{}, err
+			return tool.Result{}, err
 		}
 		msg := perr.Error()
 		if !strings.Contains(msg, "No file was changed") && !strings.Contains(msg, "may be left changed") {
 			msg += "\nNo file was changed."
 		}
-		return sandbox.Errorf("%s", msg), nil
+		return tool.Errorf("%s", msg), nil
 	}
 	var b strings.Builder
 	b.WriteString("Success. Updated the following files:\n")
@@ -79,5 +62,5 @@ func (t *ApplyPatch) Run(_ context.Context, args json.RawMessage) (sandbox.Resul
 		b.WriteString(c.Path)
 		b.WriteByte('\n')
 	}
-	return sandbox.Text(b.String()), nil
+	return tool.Text(b.String()), nil
 }

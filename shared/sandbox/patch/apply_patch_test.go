@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // env is a workdir and an agent folder (writable), a data folder
@@ -92,10 +93,10 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func run(t *testing.T, tool sandbox.Tool, input string) sandbox.Result {
+func run(t *testing.T, tl tool.Tool, input string) tool.Result {
 	t.Helper()
-	args, _ := json.Marshal(ApplyPatchParams{Input: input})
-	res, err := tool.Run(context.Background(), args)
+	args, _ := json.Marshal(sandbox.ApplyPatchArgs{Input: input})
+	res, err := tl.Run(context.Background(), args)
 	if err != nil {
 		t.Fatalf("Run error = %v", err)
 	}
@@ -309,7 +310,7 @@ func TestApplyPatchScenarios(t *testing.T) {
 		{
 			name:    "malformed: empty input",
 			patch:   "  \n",
-			output:  `"input" is required`,
+			output:  `apply_patch: argument "input" must not be empty`,
 			wantErr: true,
 		},
 	}

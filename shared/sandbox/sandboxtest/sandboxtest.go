@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // Base returns a fresh directory for a test's roots. t.TempDir and its
@@ -55,7 +55,7 @@ func Link(t testing.TB, target, name string) {
 
 // Run calls tool with args given as a Go value and fails the test on a Go
 // error: the tools answer the model's mistakes with error results.
-func Run(t testing.TB, tool sandbox.Tool, args any) sandbox.Result {
+func Run(t testing.TB, tool tool.Tool, args any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -69,7 +69,7 @@ func Run(t testing.TB, tool sandbox.Tool, args any) sandbox.Result {
 }
 
 // WantText fails unless res is a normal result with exactly want.
-func WantText(t testing.TB, res sandbox.Result, want string) {
+func WantText(t testing.TB, res tool.Result, want string) {
 	t.Helper()
 	if res.IsError || res.Output != want {
 		t.Fatalf("got %q (is_error=%v)\nwant %q", res.Output, res.IsError, want)
@@ -77,7 +77,7 @@ func WantText(t testing.TB, res sandbox.Result, want string) {
 }
 
 // WantError fails unless res is an error result containing substr.
-func WantError(t testing.TB, res sandbox.Result, substr string) {
+func WantError(t testing.TB, res tool.Result, substr string) {
 	t.Helper()
 	if !res.IsError || !strings.Contains(res.Output, substr) {
 		t.Fatalf("got %q (is_error=%v), want an error result containing %q", res.Output, res.IsError, substr)

@@ -1,7 +1,7 @@
 package server
 
 // The wire contract of sandboxd's HTTP API, in one place. The success body
-// is sandbox.Result: {"output": "…", "is_error": false}.
+// is tool.Result: {"output": "…", "is_error": false}.
 const (
 	// HealthPath answers 200 without a token, for health checks.
 	HealthPath = "/healthz"

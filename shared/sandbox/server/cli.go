@@ -18,10 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
-	"golang.org/x/sys/unix"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // Exit statuses of sandboxd.
@@ -221,7 +222,7 @@ func mainCall(args []string, stdout, stderr io.Writer) int {
 	return ExitOK
 }
 
-func closeAll(tools []sandbox.Tool) {
+func closeAll(tools []tool.Tool) {
 	for _, t := range tools {
 		if c, ok := t.(io.Closer); ok {
 			_ = c.Close()
@@ -357,6 +358,6 @@ func hardenProcess(log *slog.Logger) {
 // seccomp filters of its commands name the threads it runs on
 // (confine.ReserveThreads): one for each command that can run at once (its
 // reaper waits in a system call), that is the exec_command sessions
-// (session.DefaultMaxSessions) and a bash or grep call or two, and some for
+// (sandbox.MaxSessions) and a bash or grep call or two, and some for
 // the file tools. Idle threads cost their stacks' touched pages only.
-const reservedThreads = session.DefaultMaxSessions + 32
+const reservedThreads = sandbox.MaxSessions + 32

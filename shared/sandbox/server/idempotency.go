@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // IdempotencyLimits bound the cache of results kept for Idempotency-Key
@@ -47,7 +47,7 @@ type idemEntry struct {
 	key     string
 	fp      [sha256.Size]byte // the call the key was first used for
 	done    chan struct{}     // closed when the call has finished
-	res     sandbox.Result    // valid after done, when failed is false
+	res     tool.Result       // valid after done, when failed is false
 	failed  bool              // the tool returned a Go error: not kept
 	expires time.Time         // zero while running
 	elem    *list.Element
@@ -86,7 +86,7 @@ func (c *idemCache) claim(key string, fp [sha256.Size]byte) (e *idemEntry, first
 
 // finish records the call's outcome and wakes its waiters. A call that
 // failed with a Go error is forgotten, so a later retry runs it again.
-func (c *idemCache) finish(e *idemEntry, res sandbox.Result, failed bool) {
+func (c *idemCache) finish(e *idemEntry, res tool.Result, failed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.res, e.failed = res, failed

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 func TestIdemCacheBounds(t *testing.T) {
@@ -24,7 +24,7 @@ func TestIdemCacheBounds(t *testing.T) {
 	}
 	running := claim("running")
 	for _, k := range []string{"a", "b", "c"} {
-		c.finish(claim(k), sandbox.Text(k), false)
+		c.finish(claim(k), tool.Text(k), false)
 	}
 	// Four entries, limit three: the oldest finished one (a) went, the
 	// running one stayed although it is older.
@@ -39,13 +39,13 @@ func TestIdemCacheBounds(t *testing.T) {
 		t.Fatal("a different call with key b was not a conflict")
 	}
 	a := claim("a") // evicted above, so new: b, now the oldest finished, goes
-	c.finish(a, sandbox.Text("a2"), false)
+	c.finish(a, tool.Text("a2"), false)
 	if e, first, _ := c.claim("c", fp); first || e.res.Output != "c" {
 		t.Fatal("c was evicted before b")
 	}
 	// A failed call is forgotten, so a retry runs it again.
-	c.finish(running, sandbox.Result{}, true)
-	c.finish(claim("running"), sandbox.Text("r"), false)
+	c.finish(running, tool.Result{}, true)
+	c.finish(claim("running"), tool.Text("r"), false)
 	// Expiry.
 	now = now.Add(2 * time.Minute)
 	if _, first, _ := c.claim("c", fp); !first {
@@ -54,9 +54,9 @@ func TestIdemCacheBounds(t *testing.T) {
 	// Byte bound: one 80-byte output and one 30-byte output exceed 100.
 	c2 := newIdemCache(IdempotencyLimits{MaxBytes: 100})
 	e1, _, _ := c2.claim("big", fp)
-	c2.finish(e1, sandbox.Text(strings.Repeat("x", 80)), false)
+	c2.finish(e1, tool.Text(strings.Repeat("x", 80)), false)
 	e2, _, _ := c2.claim("small", fp)
-	c2.finish(e2, sandbox.Text(strings.Repeat("y", 30)), false)
+	c2.finish(e2, tool.Text(strings.Repeat("y", 30)), false)
 	if _, first, _ := c2.claim("big", fp); !first {
 		t.Fatal("the byte bound did not evict the oldest output")
 	}

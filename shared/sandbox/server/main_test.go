@@ -17,6 +17,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // The test binary doubles as sandboxd: run with first argument
@@ -82,9 +83,9 @@ type client struct {
 }
 
 // call posts body to the tool and returns the status and decoded body.
-func (c *client) call(t *testing.T, tool, body string, header ...string) (int, map[string]any) {
+func (c *client) call(t *testing.T, name, body string, header ...string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, c.base+server.ToolsPath+tool, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, c.base+server.ToolsPath+name, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,18 +115,18 @@ func (c *client) call(t *testing.T, tool, body string, header ...string) (int, m
 }
 
 // result is call for a 200 answer.
-func (c *client) result(t *testing.T, tool, body string, header ...string) sandbox.Result {
+func (c *client) result(t *testing.T, name, body string, header ...string) tool.Result {
 	t.Helper()
-	status, out := c.call(t, tool, body, header...)
+	status, out := c.call(t, name, body, header...)
 	if status != http.StatusOK {
-		t.Fatalf("POST %s %s: status %d %v, want 200", tool, body, status, out)
+		t.Fatalf("POST %s %s: status %d %v, want 200", name, body, status, out)
 	}
 	output, _ := out["output"].(string)
 	isError, ok := out["is_error"].(bool)
 	if !ok || len(out) != 2 {
 		t.Fatalf("body %v, want exactly output and is_error", out)
 	}
-	return sandbox.Result{Output: output, IsError: isError}
+	return tool.Result{Output: output, IsError: isError}
 }
 
 // process is a sandboxd serve started by a test.

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // Options configure a Server.
@@ -25,7 +25,7 @@ type Options struct {
 	// MinTokenLength bytes.
 	Token string
 	// Tools are the tools served, by name (see Tools).
-	Tools []sandbox.Tool
+	Tools []tool.Tool
 	// IdleTimeout makes Serve return after this long without an
 	// authenticated call, so that an abandoned Fargate task stops. Health
 	// checks do not count as calls. Zero disables it.
@@ -45,7 +45,7 @@ type Options struct {
 // listener with idle exit and graceful shutdown. Safe for concurrent use.
 type Server struct {
 	token   [sha256.Size]byte
-	tools   map[string]sandbox.Tool
+	tools   map[string]tool.Tool
 	closers []io.Closer
 	idem    *idemCache
 	log     *slog.Logger
@@ -73,7 +73,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		token: sha256.Sum256([]byte(o.Token)),
-		tools: map[string]sandbox.Tool{},
+		tools: map[string]tool.Tool{},
 		idem:  newIdemCache(o.Idempotency),
 		log:   o.Logger,
 		idle:  o.IdleTimeout,
@@ -194,12 +194,12 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 }
 
 type outcome struct {
-	res     sandbox.Result
+	res     tool.Result
 	err     error
 	elapsed time.Duration
 }
 
-func (s *Server) run(ctx context.Context, tool sandbox.Tool, body []byte) (out outcome) {
+func (s *Server) run(ctx context.Context, tool tool.Tool, body []byte) (out outcome) {
 	start := time.Now()
 	defer func() {
 		out.elapsed = time.Since(start)

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -53,7 +53,7 @@ func TestAPIStatuses(t *testing.T) {
 		t.Fatalf("GET /healthz = %d, want 200 without a token", got)
 	}
 
-	wantResult := func(res sandbox.Result, output string, isError bool) {
+	wantResult := func(res tool.Result, output string, isError bool) {
 		t.Helper()
 		if res.Output != output || res.IsError != isError {
 			t.Fatalf("got %q (is_error=%v), want %q (is_error=%v)", res.Output, res.IsError, output, isError)
@@ -61,7 +61,7 @@ func TestAPIStatuses(t *testing.T) {
 	}
 	wantResult(c.result(t, "read", `{"path":"a.txt"}`), "1\thello", false)
 	wantResult(c.result(t, "read", ` {"path":"missing.txt"} `), "read: missing.txt does not exist", true)
-	wantResult(c.result(t, "read", `{"path":"a.txt","bogus":1}`), `read: invalid arguments: unknown argument "bogus"`, true)
+	wantResult(c.result(t, "read", `{"path":"a.txt","bogus":1}`), `read: unknown argument "bogus"; the arguments are path, offset and limit`, true)
 	wantResult(c.result(t, "bash", `{"command":"echo hi"}`), "hi\n[exit code 0]", false)
 	wantResult(c.result(t, "bash", `{"command":"exit 7"}`), "[exit code 7]", true)
 	wantResult(c.result(t, "list", `{}`), "a.txt", false)
@@ -105,18 +105,18 @@ func TestAPIStatuses(t *testing.T) {
 }
 
 // brokenTool fails the way a broken environment does.
-type brokenTool struct{}
+type brokenTool struct{ *tool.Def[struct{}] }
 
-func (brokenTool) Name() string        { return "broken" }
-func (brokenTool) Description() string { return "" }
-func (brokenTool) Run(context.Context, json.RawMessage) (sandbox.Result, error) {
-	return sandbox.Result{}, errors.New("secret internal detail /etc/x")
+var brokenSpec = tool.Define[struct{}](tool.About{Name: "broken", Description: "Fails."})
+
+func (brokenTool) Run(context.Context, json.RawMessage) (tool.Result, error) {
+	return tool.Result{}, errors.New("secret internal detail /etc/x")
 }
 
 func TestAPIHidesInternalErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	_, c := newAPI(t, f, server.Options{Tools: []sandbox.Tool{brokenTool{}}})
+	_, c := newAPI(t, f, server.Options{Tools: []tool.Tool{brokenTool{brokenSpec}}})
 	status, out := c.call(t, "broken", `{}`)
 	if status != http.StatusInternalServerError || strings.Contains(fmt.Sprint(out), "secret internal") {
 		t.Fatalf("got %d %v, want 500 without the internal error", status, out)
@@ -139,7 +139,7 @@ func TestIdempotency(t *testing.T) {
 	appendOnce := `{"command":"echo run >> log.txt; sleep 0.5; wc -l < log.txt"}`
 
 	var wg sync.WaitGroup
-	results := make([]sandbox.Result, 3)
+	results := make([]tool.Result, 3)
 	for i := range results {
 		wg.Add(1)
 		go func() {
@@ -265,7 +265,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	base, stop, done := serveOn(t, srv)
 	c := &client{base: base, token: testToken, http: &http.Client{}}
-	got := make(chan sandbox.Result, 1)
+	got := make(chan tool.Result, 1)
 	go func() { got <- c.result(t, "bash", `{"command":"sleep 0.5; echo finished"}`) }()
 	time.Sleep(200 * time.Millisecond)
 	stop() // SIGTERM

@@ -16,6 +16,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/patch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // DefaultTimeout is the tool timeout when the fleet sets none
@@ -52,11 +53,12 @@ func PolicyFor(cfg Config) *confine.Policy {
 	}
 }
 
-// Tools returns every tool sandboxd serves, built over cfg. It is the one
-// place a tool is added. Tools that hold state (exec_command sessions) are
-// built here once per server; a tool that must be stopped when the server
+// Tools returns every tool sandboxd serves, built over cfg: one for each
+// of sandbox.Specs, embedding that spec. It is the one place a tool is
+// added. The display tools answer that the sandbox has no browser. Tools
+// that hold state (exec_command sessions) are built here once per server; a tool that must be stopped when the server
 // stops implements io.Closer.
-func Tools(cfg Config) []sandbox.Tool {
+func Tools(cfg Config) []tool.Tool {
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
@@ -80,7 +82,7 @@ func Tools(cfg Config) []sandbox.Tool {
 	// exec_command sessions live as long as the server (or one call).
 	sessions := session.NewManager(policy, cfg.Roots, session.Options{})
 
-	return []sandbox.Tool{
+	return append([]tool.Tool{
 		files.NewRead(cfg.Roots),
 		files.NewGlob(cfg.Roots, timeout),
 		files.NewList(cfg.Roots),
@@ -89,7 +91,7 @@ func Tools(cfg Config) []sandbox.Tool {
 		sessions.ExecCommand(),
 		sessions.WriteStdin(),
 		patch.NewApplyPatch(cfg.Roots),
-	}
+	}, sandbox.DisplayTools()...)
 }
 
 // ErrUnknownTool is wrapped by Call's error for a name no tool has.
@@ -98,13 +100,13 @@ var ErrUnknownTool = errors.New("unknown tool")
 // Call runs the tool called name from tools with args, exactly as the
 // server does for POST /v1/tools/{name}. args that are not a JSON object
 // give an error wrapping ErrNotObject.
-func Call(ctx context.Context, tools []sandbox.Tool, name string, args json.RawMessage) (sandbox.Result, error) {
+func Call(ctx context.Context, tools []tool.Tool, name string, args json.RawMessage) (tool.Result, error) {
 	t := find(tools, name)
 	if t == nil {
-		return sandbox.Result{}, fmt.Errorf("%w %q (known tools: %v)", ErrUnknownTool, name, names(tools))
+		return tool.Result{}, fmt.Errorf("%w %q (known tools: %v)", ErrUnknownTool, name, names(tools))
 	}
 	if !IsObject(args) {
-		return sandbox.Result{}, fmt.Errorf("%s: %w", name, ErrNotObject)
+		return tool.Result{}, fmt.Errorf("%s: %w", name, ErrNotObject)
 	}
 	return t.Run(ctx, args)
 }
@@ -122,7 +124,7 @@ func IsObject(b []byte) bool {
 	return i < len(b) && b[i] == '{' && json.Valid(b)
 }
 
-func find(tools []sandbox.Tool, name string) sandbox.Tool {
+func find(tools []tool.Tool, name string) tool.Tool {
 	for _, t := range tools {
 		if t.Name() == name {
 			return t
@@ -131,7 +133,7 @@ func find(tools []sandbox.Tool, name string) sandbox.Tool {
 	return nil
 }
 
-func names(tools []sandbox.Tool) []string {
+func names(tools []tool.Tool) []string {
 	out := make([]string, 0, len(tools))
 	for _, t := range tools {
 		out = append(out, t.Name())

@@ -1,35 +1,56 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 func TestToolsRegistry(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	tools := server.Tools(server.Config{Roots: f.roots})
-	var names []string
-	for _, tool := range tools {
-		names = append(names, tool.Name())
-		if strings.TrimSpace(tool.Description()) == "" {
-			t.Errorf("%s has no description", tool.Name())
-		}
-		if c, ok := tool.(io.Closer); ok {
+	for _, tl := range tools {
+		if c, ok := tl.(io.Closer); ok {
 			defer c.Close()
 		}
 	}
-	want := []string{"read", "glob", "list", "grep", "bash", "exec_command", "write_stdin", "apply_patch"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("tools = %q, want %q", names, want)
+	// sandboxd serves exactly the contracts the runner offers, and the
+	// catalog's sandbox and display tools.
+	specs := map[string]tool.Spec{}
+	for _, s := range sandbox.Specs() {
+		specs[s.Name()] = s
+	}
+	var catalog []string
+	for _, info := range fleet.Tools() {
+		if info.RunsIn == fleet.InSandbox || info.RunsIn == fleet.InDisplay {
+			catalog = append(catalog, info.Name)
+		}
+	}
+	if got, want := tool.Names(tools), tool.Names(sandbox.Specs()); !slices.Equal(got, want) {
+		t.Errorf("sandboxd serves %q; the sandbox specs are %q", got, want)
+	}
+	if got := tool.Names(tools); !slices.Equal(got, catalog) {
+		t.Errorf("sandboxd serves %q; the catalog's sandbox and display tools are %q", got, catalog)
+	}
+	for _, tl := range tools {
+		s := specs[tl.Name()]
+		if s == nil {
+			continue
+		}
+		if tl.Description() != s.Description() || !bytes.Equal(tl.Schema(), s.Schema()) {
+			t.Errorf("%s: sandboxd's description or schema differs from sandbox.%s's", tl.Name(), tl.Name())
+		}
 	}
 	if _, err := server.New(server.Options{Token: testToken, Tools: append(tools, tools[0])}); err == nil {
 		t.Fatal("New accepted two tools with one name")

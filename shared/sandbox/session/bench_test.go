@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // BenchmarkExecCommandRoundTrip measures exec_command for a command that
@@ -21,7 +21,7 @@ func BenchmarkExecCommandRoundTrip(b *testing.B) {
 	execTool := m.ExecCommand()
 	execArgs := json.RawMessage(`{"cmd":"true"}`)
 	bashArgs := json.RawMessage(`{"command":"true"}`)
-	run := func(tool sandbox.Tool, args json.RawMessage) time.Duration {
+	run := func(tool tool.Tool, args json.RawMessage) time.Duration {
 		began := time.Now()
 		res, err := tool.Run(context.Background(), args)
 		took := time.Since(began)

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// bytesPerToken is how many bytes count as one token, as in Codex.
-const bytesPerToken = 4
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+)
 
 // response is what exec_command and write_stdin return, in Codex's format:
 //
@@ -39,7 +38,7 @@ func (r response) String() string {
 	} else {
 		fmt.Fprintf(&b, "Process running with session ID %d\n", r.id)
 	}
-	fmt.Fprintf(&b, "Original token count: %d\n", (r.total+bytesPerToken-1)/bytesPerToken)
+	fmt.Fprintf(&b, "Original token count: %d\n", (r.total+sandbox.BytesPerToken-1)/sandbox.BytesPerToken)
 	b.WriteString("Output:\n")
 	b.WriteString(truncateMiddle(r.output, r.maxTokens))
 	return b.String()
@@ -55,7 +54,7 @@ func chunkID() string {
 // over maxTokens tokens: the start and the end are kept around Codex's
 // marker "…N tokens truncated…".
 func truncateMiddle(out []byte, maxTokens int) string {
-	budget := maxTokens * bytesPerToken
+	budget := maxTokens * sandbox.BytesPerToken
 	if len(out) <= budget {
 		return strings.ToValidUTF8(string(out), "\uFFFD")
 	}
@@ -68,6 +67,6 @@ func truncateMiddle(out []byte, maxTokens int) string {
 		tail++
 	}
 	removed := tail - head
-	marker := fmt.Sprintf("…%d tokens truncated…", (removed+bytesPerToken-1)/bytesPerToken)
+	marker := fmt.Sprintf("…%d tokens truncated…", (removed+sandbox.BytesPerToken-1)/sandbox.BytesPerToken)
 	return strings.ToValidUTF8(string(out[:head])+marker+string(out[tail:]), "\uFFFD")
 }

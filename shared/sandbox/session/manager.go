@@ -13,11 +13,13 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
-// Defaults of Options, Codex's where Codex has one.
+// Defaults of Options, Codex's where Codex has one; the number of
+// sessions kept is sandbox.MaxSessions, which exec_command's description
+// states.
 const (
-	DefaultMaxSessions       = 64
 	DefaultProtectedSessions = 8
 	DefaultBufferBytes       = 1 << 20
 	DefaultMaxLifetime       = time.Hour
@@ -60,7 +62,7 @@ type Manager struct {
 // working folders checked against roots.
 func NewManager(policy *confine.Policy, roots *sandbox.Roots, opts Options) *Manager {
 	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
+		opts.MaxSessions = sandbox.MaxSessions
 	}
 	if opts.ProtectedSessions <= 0 {
 		opts.ProtectedSessions = DefaultProtectedSessions
@@ -84,10 +86,10 @@ func NewManager(policy *confine.Policy, roots *sandbox.Roots, opts Options) *Man
 }
 
 // ExecCommand returns the exec_command tool.
-func (m *Manager) ExecCommand() sandbox.Tool { return &execCommand{m: m} }
+func (m *Manager) ExecCommand() tool.Tool { return &execCommand{Def: sandbox.ExecCommand, m: m} }
 
 // WriteStdin returns the write_stdin tool.
-func (m *Manager) WriteStdin() sandbox.Tool { return &writeStdin{m: m} }
+func (m *Manager) WriteStdin() tool.Tool { return &writeStdin{Def: sandbox.WriteStdin, m: m} }
 
 // errClosed is a call after Close.
 var errClosed = errors.New("session manager closed: sandboxd is shutting down")

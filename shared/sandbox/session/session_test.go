@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // newManager returns a Manager over a fresh workdir. When the tests run as
@@ -65,7 +66,7 @@ var (
 	headerRE = regexp.MustCompile(`^Chunk ID: [0-9a-f]{6}\nWall time: (\d+\.\d{4}) seconds\n(?:Process exited with code (-?\d+)|Process running with session ID (\d+))\nOriginal token count: (\d+)\nOutput:\n`)
 )
 
-func call(t testing.TB, tool sandbox.Tool, args map[string]any) result {
+func call(t testing.TB, tool tool.Tool, args map[string]any) result {
 	t.Helper()
 	raw, _ := json.Marshal(args)
 	res, err := tool.Run(context.Background(), raw)
@@ -402,7 +403,7 @@ func TestPruning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, _ := newManager(t, Options{})
 			var all []*session
-			for i := range DefaultMaxSessions {
+			for i := range sandbox.MaxSessions {
 				cmd := "exec sleep 60"
 				if slicesContains(tt.exitedAt, i) {
 					cmd = "exit 0"
@@ -440,8 +441,8 @@ func TestPruning(t *testing.T) {
 				t.Fatalf("pruned session's error: %q", why)
 			}
 			waitGone(t, pruned.cmd.Process.Pid)
-			if n := m.visibleCount(); n != DefaultMaxSessions {
-				t.Fatalf("%d sessions kept, want %d", n, DefaultMaxSessions)
+			if n := m.visibleCount(); n != sandbox.MaxSessions {
+				t.Fatalf("%d sessions kept, want %d", n, sandbox.MaxSessions)
 			}
 			// Close kills every group.
 			if err := m.Close(); err != nil {

@@ -2,7 +2,6 @@ package shell
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,16 +14,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
-)
-
-//go:embed bash.txt
-var bashDescription string
-
-// The output cap of bash: the first BashOutputHead and the last
-// BashOutputTail bytes are kept.
-const (
-	BashOutputHead = 10_000
-	BashOutputTail = 20_000
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // drainWait is how long the output is still read after the command's
@@ -32,49 +22,36 @@ const (
 // holds the output open.
 const drainWait = 2 * time.Second
 
-// BashArgs are bash's arguments.
-type BashArgs struct {
-	Command string `json:"command"`
-}
-
 // Bash is the bash tool. Safe for concurrent use.
 type Bash struct {
+	*tool.Def[sandbox.BashArgs]
 	roots   *sandbox.Roots
 	policy  *confine.Policy
 	timeout time.Duration
 }
 
-var _ sandbox.Tool = (*Bash)(nil)
+var _ tool.Tool = (*Bash)(nil)
 
 // NewBash returns the bash tool: commands run in the workdir of roots under
 // policy, and are killed with their whole process group after timeout (the
 // fleet's tool_timeout_seconds; zero means no limit).
 func NewBash(roots *sandbox.Roots, policy *confine.Policy, timeout time.Duration) *Bash {
-	return &Bash{roots: roots, policy: policy, timeout: timeout}
+	return &Bash{Def: sandbox.Bash, roots: roots, policy: policy, timeout: timeout}
 }
-
-// Name is "bash".
-func (*Bash) Name() string { return "bash" }
-
-// Description is the model-facing description.
-func (*Bash) Description() string { return bashDescription }
 
 // Run runs the command. A non-zero exit or a timeout is an error result; a
 // failure to start the shell is a Go error.
-func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
-	var args BashArgs
-	if res, ok := sandbox.DecodeArgs("bash", raw, &args); !ok {
+func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
 		return res, nil
 	}
-	if strings.TrimSpace(args.Command) == "" {
-		return sandbox.Errorf("bash: command is required"), nil
-	}
 	if strings.ContainsRune(args.Command, 0) {
-		return sandbox.Errorf("bash: command must not contain a NUL character"), nil
+		return tool.Errorf("bash: command must not contain a NUL character"), nil
 	}
 	cmd, err := t.policy.Command("/bin/sh", "-c", args.Command)
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("bash: %w", err)
+		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
 	cmd.Dir = t.roots.Workdir()
 	cmd.Stdin = nil // /dev/null
@@ -84,16 +61,16 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	// the result past drainWait.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("bash: pipe: %w", err)
+		return tool.Result{}, fmt.Errorf("bash: pipe: %w", err)
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	g, err := confine.StartGroup(cmd)
 	pw.Close()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
+		return tool.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
 	}
-	out := newCapture(BashOutputHead, BashOutputTail)
+	out := newCapture(sandbox.BashOutputHead, sandbox.BashOutputTail)
 	copied := make(chan struct{})
 	go func() {
 		drain(out, pr)
@@ -122,15 +99,15 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	}
 	if stopped != nil {
 		if context.Cause(ctx) == errToolTimeout {
-			return sandbox.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(t.timeout)), nil
+			return tool.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(t.timeout)), nil
 		}
-		return sandbox.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
+		return tool.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
 	}
 	code, err := exitCode(g.Err())
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("bash: %w", err)
+		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
-	return sandbox.Result{Output: fmt.Sprintf("%s[exit code %d]", text, code), IsError: code != 0}, nil
+	return tool.Result{Output: fmt.Sprintf("%s[exit code %d]", text, code), IsError: code != 0}, nil
 }
 
 // drain copies the output pipe r into w until it closes or its read

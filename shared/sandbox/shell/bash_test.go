@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
 )
 
@@ -42,8 +43,8 @@ func TestBashFormat(t *testing.T) {
 			}
 		})
 	}
-	wantError(t, run(t, bash, map[string]any{}), "bash: command is required")
-	wantError(t, run(t, bash, map[string]any{"command": "  "}), "bash: command is required")
+	wantError(t, run(t, bash, map[string]any{}), `bash: argument "command" is required`)
+	wantError(t, run(t, bash, map[string]any{"command": "  "}), `bash: argument "command" must not be empty`)
 	wantError(t, run(t, bash, map[string]any{"command": 1}), `"command" must be a string`)
 	wantError(t, run(t, bash, map[string]any{"cmd": "ls"}), `unknown argument "cmd"`)
 }
@@ -52,22 +53,22 @@ func TestBashCapsOutputKeepingHeadAndTail(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	bash := shell.NewBash(f.roots, f.policy, time.Minute)
-	limit := shell.BashOutputHead + shell.BashOutputTail
+	limit := sandbox.BashOutputHead + sandbox.BashOutputTail
 
 	res := run(t, bash, map[string]any{"command": fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a", limit)})
 	wantText(t, res, strings.Repeat("a", limit)+"\n[exit code 0]")
 
 	// 100 000 bytes: a's, then b's for the last 50 000, so head and tail differ.
 	res = run(t, bash, map[string]any{"command": "head -c 50000 /dev/zero | tr '\\0' a; head -c 50000 /dev/zero | tr '\\0' b"})
-	want := strings.Repeat("a", shell.BashOutputHead) +
+	want := strings.Repeat("a", sandbox.BashOutputHead) +
 		"\n[... 70000 bytes of output cut from the middle ...]\n" +
-		strings.Repeat("b", shell.BashOutputTail) + "\n[exit code 0]"
+		strings.Repeat("b", sandbox.BashOutputTail) + "\n[exit code 0]"
 	wantText(t, res, want)
 
 	// A cut never splits a UTF-8 character.
 	res = run(t, bash, map[string]any{"command": "i=0; while [ $i -lt 20000 ]; do printf 'é'; i=$((i+1)); done"})
 	head, tail, ok := strings.Cut(res.Output, "\n[... ")
-	if !ok || !strings.HasPrefix(head, "éé") || strings.ContainsRune(head+tail, '\uFFFD') || strings.Count(head, "é") != shell.BashOutputHead/2 {
+	if !ok || !strings.HasPrefix(head, "éé") || strings.ContainsRune(head+tail, '\uFFFD') || strings.Count(head, "é") != sandbox.BashOutputHead/2 {
 		t.Fatalf("UTF-8 output cut badly: head %d bytes, tail %.60q", len(head), tail)
 	}
 }
@@ -84,12 +85,12 @@ func TestBashGigabyteOfOutput(t *testing.T) {
 	res := run(t, bash, map[string]any{"command": "yes | head -c 1073741824"})
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	wantCut := fmt.Sprintf("\n[... %d bytes of output cut from the middle ...]\n", 1<<30-shell.BashOutputHead-shell.BashOutputTail)
+	wantCut := fmt.Sprintf("\n[... %d bytes of output cut from the middle ...]\n", 1<<30-sandbox.BashOutputHead-sandbox.BashOutputTail)
 	if res.IsError || !strings.Contains(res.Output, wantCut) || !strings.HasSuffix(res.Output, "y\n[exit code 0]") {
 		t.Fatalf("got %.100q … (is_error=%v), want the output cut with %q", res.Output, res.IsError, wantCut)
 	}
-	if len(res.Output) > shell.BashOutputHead+shell.BashOutputTail+200 {
-		t.Fatalf("output is %d bytes, want about %d", len(res.Output), shell.BashOutputHead+shell.BashOutputTail)
+	if len(res.Output) > sandbox.BashOutputHead+sandbox.BashOutputTail+200 {
+		t.Fatalf("output is %d bytes, want about %d", len(res.Output), sandbox.BashOutputHead+sandbox.BashOutputTail)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
 		t.Errorf("1 GiB of output allocated %d bytes, want at most 8 MiB", alloc)

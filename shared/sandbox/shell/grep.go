@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,27 +19,12 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
-//go:embed grep.txt
-var grepDescription string
-
-// The limits of grep, from the built-in tools page.
-const (
-	GrepDefaultResults = 100
-	GrepMaxResults     = 1000
-	GrepMaxColumns     = 400 // characters kept of each path:line:text line
-	grepStderrLimit    = 4 << 10
-)
-
-// GrepArgs are grep's arguments.
-type GrepArgs struct {
-	Pattern    string `json:"pattern"`
-	Path       string `json:"path,omitempty"`
-	Glob       string `json:"glob,omitempty"`
-	IgnoreCase bool   `json:"ignore_case,omitempty"`
-	MaxResults *int   `json:"max_results,omitempty"`
-}
+// grepStderrLimit is how much of the search program's standard error is
+// kept, for the message of a bad pattern.
+const grepStderrLimit = 4 << 10
 
 // Ripgrep is the path of rg, found on PATH once; empty when there is none.
 var Ripgrep = sync.OnceValue(func() string {
@@ -58,6 +42,7 @@ var Ripgrep = sync.OnceValue(func() string {
 // and stops reading, and kills it, as soon as it has enough lines. Safe for
 // concurrent use once set up.
 type Grep struct {
+	*tool.Def[sandbox.GrepArgs]
 	roots   *sandbox.Roots
 	policy  *confine.Policy
 	timeout time.Duration
@@ -66,37 +51,25 @@ type Grep struct {
 	RG string
 }
 
-var _ sandbox.Tool = (*Grep)(nil)
+var _ tool.Tool = (*Grep)(nil)
 
 // NewGrep returns the grep tool over roots, running its search under policy
 // and killing it after timeout (zero means no limit).
 func NewGrep(roots *sandbox.Roots, policy *confine.Policy, timeout time.Duration) *Grep {
-	return &Grep{roots: roots, policy: policy, timeout: timeout, RG: Ripgrep()}
+	return &Grep{Def: sandbox.Grep, roots: roots, policy: policy, timeout: timeout, RG: Ripgrep()}
 }
-
-// Name is "grep".
-func (*Grep) Name() string { return "grep" }
-
-// Description is the model-facing description.
-func (*Grep) Description() string { return grepDescription }
 
 // Run searches. No match is a normal result; a bad pattern is an error
 // result carrying the search program's message.
-func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, error) {
-	var args GrepArgs
-	if res, ok := sandbox.DecodeArgs("grep", raw, &args); !ok {
-		return res, nil
-	}
-	if args.Pattern == "" {
-		return sandbox.Errorf("grep: pattern is required"), nil
-	}
-	if strings.ContainsRune(args.Pattern+args.Glob, 0) {
-		return sandbox.Errorf("grep: pattern and glob must not contain a NUL character"), nil
-	}
-	limit, res, ok := sandbox.Count("grep", "max_results", args.MaxResults, GrepDefaultResults, GrepMaxResults)
+func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
 	if !ok {
 		return res, nil
 	}
+	if strings.ContainsRune(args.Pattern+args.Glob, 0) {
+		return tool.Errorf("grep: pattern and glob must not contain a NUL character"), nil
+	}
+	limit := args.MaxResults
 	shown := args.Path
 	if shown == "" {
 		shown = "the workdir"
@@ -113,18 +86,18 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	argv := t.Argv(args, target)
 	cmd, err := t.policy.Command(argv[0], argv[1:]...)
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("grep: %w", err)
+		return tool.Result{}, fmt.Errorf("grep: %w", err)
 	}
 	cmd.Dir = t.roots.Workdir()
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("grep: pipe: %w", err)
+		return tool.Result{}, fmt.Errorf("grep: pipe: %w", err)
 	}
 	defer stdoutR.Close()
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		stdoutW.Close()
-		return sandbox.Result{}, fmt.Errorf("grep: pipe: %w", err)
+		return tool.Result{}, fmt.Errorf("grep: pipe: %w", err)
 	}
 	defer stderrR.Close()
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
@@ -132,7 +105,7 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
-		return sandbox.Result{}, fmt.Errorf("grep: start %s: %w", argv[0], err)
+		return tool.Result{}, fmt.Errorf("grep: start %s: %w", argv[0], err)
 	}
 	defer func() {
 		g.Kill() // a no-op once the search has ended
@@ -171,51 +144,51 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (sandbox.Result, er
 			note = fmt.Sprintf("[grep stopped after the tool timeout of %s: results may be incomplete; narrow the path or the pattern]", seconds(t.timeout))
 		}
 		if len(lines) == 0 {
-			return sandbox.Errorf("grep: %s", strings.Trim(note, "[]")), nil
+			return tool.Errorf("grep: %s", strings.Trim(note, "[]")), nil
 		}
-		return sandbox.Text(strings.Join(lines, "\n") + "\n" + note), nil
+		return tool.Text(strings.Join(lines, "\n") + "\n" + note), nil
 	}
 	if readErr != nil && !errors.Is(readErr, os.ErrDeadlineExceeded) {
-		return sandbox.Result{}, fmt.Errorf("grep: read output: %w", readErr)
+		return tool.Result{}, fmt.Errorf("grep: read output: %w", readErr)
 	}
 	if len(lines) == 0 {
 		code, _ := exitCode(g.Err())
 		if msg := strings.TrimSpace(stderr.String()); code >= 2 && msg != "" {
-			return sandbox.Errorf("grep: %s", msg), nil
+			return tool.Errorf("grep: %s", msg), nil
 		}
-		return sandbox.Text(fmt.Sprintf("No matches for %q in %s.", args.Pattern, shown)), nil
+		return tool.Text(fmt.Sprintf("No matches for %q in %s.", args.Pattern, shown)), nil
 	}
 	out := strings.Join(lines, "\n")
 	if cut {
-		out += fmt.Sprintf("\n[results cut at %d lines: narrow the pattern, the path or the glob, or raise max_results (at most %d)]", limit, GrepMaxResults)
+		out += fmt.Sprintf("\n[results cut at %d lines: narrow the pattern, the path or the glob, or raise max_results (at most %d)]", limit, sandbox.GrepMaxResults)
 	}
-	return sandbox.Text(out), nil
+	return tool.Text(out), nil
 }
 
 // target checks the model's path and returns what to pass the search
 // program: a path relative to the workdir (cmd.Dir) when it is under it, the
 // real absolute path otherwise. prefix is what to strip from the start of
 // each output line ("./" for the workdir itself).
-func (t *Grep) target(p, shown string) (target, prefix string, res sandbox.Result, err error) {
+func (t *Grep) target(p, shown string) (target, prefix string, res tool.Result, err error) {
 	if p == "" {
 		p = t.roots.Workdir()
 	}
 	rv, err := t.roots.Resolve(p, false)
 	if errors.Is(err, sandbox.ErrOutside) {
-		return "", "", sandbox.Errorf("grep: %v", err), nil
+		return "", "", tool.Errorf("grep: %v", err), nil
 	}
 	if err != nil {
-		return "", "", sandbox.Result{}, fmt.Errorf("grep: %w", err)
+		return "", "", tool.Result{}, fmt.Errorf("grep: %w", err)
 	}
 	defer rv.Close()
 	if _, err := rv.FS.Stat(rv.Rel); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return "", "", sandbox.Errorf("grep: %s does not exist", shown), nil
+			return "", "", tool.Errorf("grep: %s does not exist", shown), nil
 		case errors.Is(err, fs.ErrPermission):
-			return "", "", sandbox.Errorf("grep: permission denied: %s", shown), nil
+			return "", "", tool.Errorf("grep: permission denied: %s", shown), nil
 		}
-		return "", "", sandbox.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
+		return "", "", tool.Errorf("grep: %s cannot be searched: %v", shown, errors.Unwrap(err)), nil
 	}
 	real := rv.Real()
 	for _, rt := range t.roots.All() {
@@ -223,20 +196,20 @@ func (t *Grep) target(p, shown string) (target, prefix string, res sandbox.Resul
 			continue
 		}
 		if real == rt.Path {
-			return ".", "./", sandbox.Result{}, nil
+			return ".", "./", tool.Result{}, nil
 		}
 		if rel, ok := strings.CutPrefix(real, strings.TrimSuffix(rt.Path, "/")+"/"); ok {
-			return "./" + rel, "./", sandbox.Result{}, nil
+			return "./" + rel, "./", tool.Result{}, nil
 		}
 	}
-	return real, "", sandbox.Result{}, nil
+	return real, "", tool.Result{}, nil
 }
 
 // Argv is the search command line for args over target, a path relative to
 // the working directory or absolute. "--" ends the options, so a pattern
 // starting with "-" is a pattern. The benchmarks run it unconfined, to tell
 // what confinement costs from what the search itself asks of rg.
-func (t *Grep) Argv(args GrepArgs, target string) []string {
+func (t *Grep) Argv(args sandbox.GrepArgs, target string) []string {
 	if t.RG != "" {
 		argv := []string{t.RG, "--no-config", "--line-number", "--with-filename", "--no-heading",
 			"--color", "never", "--no-messages", "--hidden", "--glob", "!.git"}
@@ -259,7 +232,7 @@ func (t *Grep) Argv(args GrepArgs, target string) []string {
 }
 
 // readResults reads up to limit output lines, each without prefix and cut
-// at GrepMaxColumns characters; cut reports that a further line came.
+// at sandbox.GrepMaxColumns characters; cut reports that a further line came.
 // Memory is bounded whatever the length of the lines.
 func readResults(r io.Reader, prefix string, limit int) (lines []string, cut bool, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -289,9 +262,9 @@ func readResults(r io.Reader, prefix string, limit int) (lines []string, cut boo
 }
 
 // appendColumns appends chunk to line while line holds fewer than
-// GrepMaxColumns characters (plus room for a prefix to strip).
+// sandbox.GrepMaxColumns characters (plus room for a prefix to strip).
 func appendColumns(line, chunk []byte) []byte {
-	room := GrepMaxColumns + 2 - utf8.RuneCount(line)
+	room := sandbox.GrepMaxColumns + 2 - utf8.RuneCount(line)
 	if room <= 0 {
 		return line
 	}
@@ -305,12 +278,12 @@ func appendColumns(line, chunk []byte) []byte {
 
 func finishLine(line []byte, prefix string) string {
 	s := strings.TrimPrefix(string(line), prefix)
-	if utf8.RuneCountInString(s) <= GrepMaxColumns {
+	if utf8.RuneCountInString(s) <= sandbox.GrepMaxColumns {
 		return s
 	}
 	n := 0
 	for i := range s {
-		if n == GrepMaxColumns {
+		if n == sandbox.GrepMaxColumns {
 			return s[:i]
 		}
 		n++

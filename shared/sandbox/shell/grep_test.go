@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
 )
 
@@ -114,9 +115,9 @@ func TestGrepLimits(t *testing.T) {
 			args  map[string]any
 			wantN int
 		}{
-			{map[string]any{"pattern": "hit"}, shell.GrepDefaultResults},
+			{map[string]any{"pattern": "hit"}, sandbox.GrepDefaultResults},
 			{map[string]any{"pattern": "hit", "max_results": 5}, 5},
-			{map[string]any{"pattern": "hit", "max_results": 100000}, shell.GrepMaxResults},
+			{map[string]any{"pattern": "hit", "max_results": 100000}, sandbox.GrepMaxResults},
 		} {
 			t.Run(fmt.Sprint(name, tt.args), func(t *testing.T) {
 				t.Parallel()
@@ -142,9 +143,9 @@ func TestGrepErrors(t *testing.T) {
 			args map[string]any
 			want string
 		}{
-			{map[string]any{}, "grep: pattern is required"},
+			{map[string]any{}, `grep: argument "pattern" is required`},
 			{map[string]any{"pattern": "(unclosed"}, "grep: "},
-			{map[string]any{"pattern": "x", "max_results": 0}, "max_results must be 1 or more"},
+			{map[string]any{"pattern": "x", "max_results": 0}, `grep: argument "max_results" must be 1 or more, not 0`},
 			{map[string]any{"pattern": "x", "path": "nope"}, "grep: nope does not exist"},
 			{map[string]any{"pattern": "x", "path": "out-link"}, "outside the agent's data"},
 			{map[string]any{"pattern": "x", "path": "../outside"}, "outside the agent's data"},

@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	_ "embed"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed glob.txt
+var globText string
+
+// The limits of glob, from the built-in tools page.
+const (
+	GlobDefaultResults = 200
+	GlobMaxResults     = 2000
+)
+
+// GlobArgs are glob's arguments.
+type GlobArgs struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path,omitempty"`
+	MaxResults int    `json:"max_results,omitempty"`
+}
+
+// Glob is glob's contract: finds files by path pattern.
+var Glob = tool.Define[GlobArgs](tool.About{
+	Name:        "glob",
+	Description: globText,
+	Rules: tool.Rules{
+		"max_results": tool.Min(1).Max(GlobMaxResults).Clamp().Default(GlobDefaultResults),
+	},
+})

@@ -1,0 +1,37 @@
+package sandbox
+
+import (
+	_ "embed"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed grep.txt
+var grepText string
+
+// The limits of grep, from the built-in tools page.
+const (
+	GrepDefaultResults = 100
+	GrepMaxResults     = 1000
+	GrepMaxColumns     = 400 // characters kept of each path:line:text line
+)
+
+// GrepArgs are grep's arguments.
+type GrepArgs struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path,omitempty"`
+	Glob       string `json:"glob,omitempty"`
+	IgnoreCase bool   `json:"ignore_case,omitempty"`
+	MaxResults int    `json:"max_results,omitempty"`
+}
+
+// Grep is grep's contract: searches file contents with a regular expression.
+var Grep = tool.Define[GrepArgs](tool.About{
+	Name:        "grep",
+	Description: grepText,
+	Rules: tool.Rules{
+		"ignore_case": tool.Default(false),
+		"max_results": tool.Min(1).Max(GrepMaxResults).Clamp().Default(GrepDefaultResults),
+	},
+	Values: map[string]any{"MaxColumns": GrepMaxColumns},
+})

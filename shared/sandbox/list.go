@@ -1,0 +1,26 @@
+package sandbox
+
+import (
+	_ "embed"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed list.txt
+var listText string
+
+// ListMaxEntries is how many entries list shows, from the built-in tools
+// page.
+const ListMaxEntries = 500
+
+// ListArgs are list's arguments.
+type ListArgs struct {
+	Path string `json:"path,omitempty"`
+}
+
+// List is list's contract: lists a directory.
+var List = tool.Define[ListArgs](tool.About{
+	Name:        "list",
+	Description: listText,
+	Values:      map[string]any{"MaxEntries": ListMaxEntries},
+})

@@ -1,0 +1,35 @@
+package sandbox
+
+import (
+	_ "embed"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed read.txt
+var readText string
+
+// The limits of read, from the built-in tools page.
+const (
+	ReadDefaultLimit = 400  // lines returned when limit is not given
+	ReadMaxLimit     = 2000 // a larger limit reads this many lines
+	ReadMaxLineChars = 4000 // characters kept of one line
+)
+
+// ReadArgs are read's arguments.
+type ReadArgs struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// Read is read's contract: reads a text file as numbered lines.
+var Read = tool.Define[ReadArgs](tool.About{
+	Name:        "read",
+	Description: readText,
+	Rules: tool.Rules{
+		"offset": tool.Min(1).Default(1),
+		"limit":  tool.Min(1).Max(ReadMaxLimit).Clamp().Default(ReadDefaultLimit),
+	},
+	Values: map[string]any{"MaxLineChars": ReadMaxLineChars},
+})
