@@ -4,7 +4,8 @@
 // function that reads fleet secrets (AWS Secrets Manager).
 //
 // In Lambda (AWS_LAMBDA_RUNTIME_API is set) it serves invocations whose
-// payload is a web.Request and whose response is a web.Result.
+// payload is a web.Request and whose response is a tool.Result,
+// {"output": "…", "is_error": false}.
 //
 // Anywhere else it is a command line that runs one tool with the same
 // production policy and prints exactly what the model would see:
@@ -91,7 +92,10 @@ const (
 
 // run is the command line. It returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	names := []string{web.ToolWebFetch, web.ToolWebSearch, web.ToolWebFetchTLS, web.ToolHTTPRequest, web.ToolPushover}
+	var names []string
+	for _, spec := range web.Specs() {
+		names = append(names, spec.Name())
+	}
 	bad := func(format string, a ...any) int {
 		if format != "" {
 			fmt.Fprintf(stderr, "webtools: "+format+"\n", a...)

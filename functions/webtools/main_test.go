@@ -49,7 +49,7 @@ func TestCall(t *testing.T) {
 			`{"url":"` + srv.URL + `/api","headers":{"Authorization":"Bearer «secret:API_TOKEN»"}}`}, 0, "you sent Bearer «secret:API_TOKEN»", ""},
 		{"host not listed", []string{"call", "--hosts", "api.example.com", "--secrets-file", secrets, "http_request",
 			`{"url":"` + srv.URL + `/api","headers":{"Authorization":"Bearer «secret:API_TOKEN»"}}`}, 3, "Nothing was sent", ""},
-		{"bad arguments", []string{"call", "webfetch", `{"url": 3}`}, 3, "expected a string", ""},
+		{"bad arguments", []string{"call", "webfetch", `{"url": 3}`}, 3, `webfetch: argument "url" must be a string, not 3`, ""},
 		{"no search backend", []string{"call", "websearch", `{"query":"x"}`}, 3, "does not mean that nothing exists", ""},
 		{"no subcommand", nil, 2, "", "usage: webtools call"},
 		{"other subcommand", []string{"serve"}, 2, "", "usage: webtools call"},

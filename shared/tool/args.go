@@ -294,6 +294,9 @@ func (n *node) decodeObject(raw json.RawMessage, v reflect.Value, arg string) st
 		}
 		fv := v.FieldByIndex(f.index)
 		raw, present := members[f.name]
+		if present && f.rule.def != nil && f.node.kind == kindString && isBlankString(raw) {
+			present = false // "" for an optional string with a default: models send it to mean "the default"
+		}
 		if !present || jsonKind(raw) == 'n' {
 			switch {
 			case f.required:
@@ -416,4 +419,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// isBlankString reports whether raw is a JSON string of only white space.
+func isBlankString(raw json.RawMessage) bool {
+	var s string
+	return jsonKind(raw) == '"' && json.Unmarshal(raw, &s) == nil && strings.TrimSpace(s) == ""
 }

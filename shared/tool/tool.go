@@ -119,7 +119,8 @@ func (d *Def[T]) Check(args json.RawMessage) (Result, bool) {
 //
 //	read: argument "limit" must be 1 or more, not 0
 //
-// An absent or null argument is treated alike. Empty args mean {}.
+// An absent or null argument is treated alike, and so is a blank string
+// for an optional string argument with a default. Empty args mean {}.
 func (d *Def[T]) Decode(args json.RawMessage) (v T, res Result, ok bool) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")

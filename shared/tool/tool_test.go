@@ -83,7 +83,7 @@ func TestDecode(t *testing.T) {
 	if args.Limit != sampleMax || args.Method != "POST" || args.Offset != nil || string(args.Body) != `{"k":[1]}` || len(args.Plan) != 1 {
 		t.Errorf("Decode = %+v; want limit clamped to %d, method POST, no offset, the body as given, one step", args, sampleMax)
 	}
-	args, _, _ = sample.Decode(json.RawMessage(`{"path":"a","limit":null}`))
+	args, _, _ = sample.Decode(json.RawMessage(`{"path":"a","limit":null,"method":" "}`))
 	if args.Limit != sampleDefault || args.Method != "GET" {
 		t.Errorf("defaults: limit %d, method %q; want %d and GET", args.Limit, args.Method, sampleDefault)
 	}

@@ -4,7 +4,12 @@
 // traffic to the internet and the only one that reads fleet secrets (AWS
 // Secrets Manager, through shared/secret).
 //
-// A Service runs one tool call (Request → Result) under three boundaries:
+// Each tool is a tool.Tool whose Spec (Specs lists them, no network needed)
+// is made by tool.Define from its arguments struct, with the figures its
+// description states taken from the constants the code enforces.
+//
+// A Service runs one tool call (Request → tool.Result) under three
+// boundaries:
 //
 //   - The egress policy (package egress): every connection, including each
 //     redirect hop, goes to an address checked at dial time — public
@@ -25,7 +30,11 @@
 // receives; webfetch and websearch can carry anything the model writes into
 // a URL or query (the spec's "web tools can send data out").
 //
-// Results are text plus an error flag. A mistake the model can fix, a
-// refusal, or a failed request is an error Result; a Go error means the
-// environment is broken (for example Secrets Manager is unreachable).
+// The fleet's host list and secrets reach a tool only through Service.Call,
+// in the context of the tool's Run. A tool run any other way has neither:
+// it reaches no listed host and fills no reference.
+//
+// Results are tool.Result: text plus an error flag. A mistake the model can
+// fix, a refusal, or a failed request is an error Result; a Go error means
+// the environment is broken (for example Secrets Manager is unreachable).
 package web

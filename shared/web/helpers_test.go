@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
@@ -127,7 +128,7 @@ type fleet struct {
 	secrets map[string]string
 }
 
-func call(t *testing.T, svc *web.Service, tool string, args any, f fleet) web.Result {
+func call(t *testing.T, svc *web.Service, tool string, args any, f fleet) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -140,7 +141,7 @@ func call(t *testing.T, svc *web.Service, tool string, args any, f fleet) web.Re
 	return res
 }
 
-func wantError(t *testing.T, res web.Result, substrings ...string) {
+func wantError(t *testing.T, res tool.Result, substrings ...string) {
 	t.Helper()
 	if !res.IsError {
 		t.Fatalf("got a normal result %q, want an error result", res.Output)
@@ -152,7 +153,15 @@ func wantError(t *testing.T, res web.Result, substrings ...string) {
 	}
 }
 
-func wantOK(t *testing.T, res web.Result, substrings ...string) {
+// wantText fails unless res is an error result that reads exactly want.
+func wantText(t *testing.T, res tool.Result, want string) {
+	t.Helper()
+	if !res.IsError || res.Output != want {
+		t.Fatalf("got %q (error %v), want the error result %q", res.Output, res.IsError, want)
+	}
+}
+
+func wantOK(t *testing.T, res tool.Result, substrings ...string) {
 	t.Helper()
 	if res.IsError {
 		t.Fatalf("got an error result %q, want a normal result", res.Output)

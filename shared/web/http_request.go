@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed http_request.txt
@@ -36,16 +37,22 @@ var httpRequestDescription string
 //  5. send through the listed transport (public addresses, any port),
 //     following at most 5 redirects, each re-checked; with secrets filled,
 //     a redirect to another scheme, host or port is not followed.
-type httpRequest struct{ net *network }
-
-type httpRequestArgs struct {
-	Method  string            `json:"method"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	Body    json.RawMessage   `json:"body"`
+type httpRequest struct {
+	*tool.Def[httpRequestArgs]
+	net *network
 }
 
-var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+var _ tool.Tool = (*httpRequest)(nil)
+
+type httpRequestArgs struct {
+	Method  string            `json:"method,omitempty"`
+	URL     string            `json:"url" description:"http or https URL on a host in the fleet's network host list; may contain «secret:NAME» outside the host"`
+	Headers map[string]string `json:"headers,omitempty" description:"header values may contain «secret:NAME»"`
+	Body    json.RawMessage   `json:"body,omitempty" description:"a string sent as is, or a JSON value sent as JSON; may contain «secret:NAME»"`
+}
+
+// httpMethods are the methods http_request sends; the first is the default.
+var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // forbiddenHeaders are set by the transport; Host would also let a request
 // reach a virtual host other than the listed one.
@@ -53,40 +60,31 @@ var forbiddenHeaders = []string{"Host", "Content-Length", "Connection", "Transfe
 
 const maxRequestBody = 1 << 20
 
-func newHTTPRequest(n *network) *httpRequest { return &httpRequest{net: n} }
+var httpRequestSpec = tool.Define[httpRequestArgs](tool.About{
+	Name:        ToolHTTPRequest,
+	Description: httpRequestDescription,
+	Rules: tool.Rules{
+		// Any case and surrounding white space, as models write it.
+		"method": tool.OneOf(httpMethods...).FoldCase().Default(httpMethods[0]),
+	},
+	Values: figures(map[string]any{"OtherMethods": orList(httpMethods[1:])}),
+})
 
-func (*httpRequest) Name() string        { return ToolHTTPRequest }
-func (*httpRequest) Description() string { return httpRequestDescription }
-func (*httpRequest) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"method":{"type":"string","enum":["GET","HEAD","POST","PUT","PATCH","DELETE","OPTIONS"],"default":"GET"},` +
-		`"url":{"type":"string","description":"http or https URL on a host in the fleet's network host list; may contain «secret:NAME» outside the host"},` +
-		`"headers":{"type":"object","additionalProperties":{"type":"string"},"description":"header values may contain «secret:NAME»"},` +
-		`"body":{"description":"a string sent as is, or a JSON value sent as JSON; may contain «secret:NAME»"}` +
-		`},"required":["url"],"additionalProperties":false}`)
-}
+func newHTTPRequest(n *network) *httpRequest { return &httpRequest{Def: httpRequestSpec, net: n} }
 
-func (t *httpRequest) Run(ctx context.Context, inv *Invocation, raw json.RawMessage) (Result, error) {
-	var args httpRequestArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return errorResult("http_request: %v", err), nil
-	}
-	method := strings.ToUpper(strings.TrimSpace(args.Method))
-	if method == "" {
-		method = http.MethodGet
-	}
-	if !slices.Contains(httpMethods, method) {
-		return errorResult("http_request: method %q is not supported: use one of %s", args.Method, strings.Join(httpMethods, ", ")), nil
-	}
-	if args.URL == "" {
-		return errorResult("http_request: argument \"url\" is required"), nil
-	}
-	fail := func(format string, a ...any) (Result, error) {
-		return errorResult("http_request %s %s: %s", method, args.URL, fmt.Sprintf(format, a...)), nil
+func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
+		return res, nil
 	}
 	body, isJSON, err := requestBody(args.Body)
 	if err != nil {
-		return fail("%v", err)
+		return t.Refuse("body", "%v", err), nil
+	}
+	inv := invocationFrom(ctx)
+	method := args.Method
+	fail := func(format string, a ...any) (tool.Result, error) {
+		return tool.Errorf("http_request %s %s: %s", method, args.URL, fmt.Sprintf(format, a...)), nil
 	}
 	carriesRefs := secret.HasRef(args.URL) || secret.HasRef(body)
 	for name, v := range args.Headers {
@@ -141,7 +139,7 @@ func (t *httpRequest) Run(ctx context.Context, inv *Invocation, raw json.RawMess
 	}
 	target, err := fill(args.URL, nil)
 	if err != nil {
-		return Result{}, fmt.Errorf("fill secrets in the URL: %w", err)
+		return tool.Result{}, fmt.Errorf("fill secrets in the URL: %w", err)
 	}
 	fu, err := url.Parse(target)
 	if err != nil {
@@ -154,7 +152,7 @@ func (t *httpRequest) Run(ctx context.Context, inv *Invocation, raw json.RawMess
 	for name, v := range args.Headers {
 		fv, err := fill(v, nil)
 		if err != nil {
-			return Result{}, fmt.Errorf("fill secrets in header %s: %w", name, err)
+			return tool.Result{}, fmt.Errorf("fill secrets in header %s: %w", name, err)
 		}
 		if !httpguts.ValidHeaderFieldValue(fv) {
 			return fail("the value of header %s is not valid in a header (after filling secrets, if any). Nothing was sent", name)
@@ -167,7 +165,7 @@ func (t *httpRequest) Run(ctx context.Context, inv *Invocation, raw json.RawMess
 	}
 	filledBody, err := fill(body, enc)
 	if err != nil {
-		return Result{}, fmt.Errorf("fill secrets in the body: %w", err)
+		return tool.Result{}, fmt.Errorf("fill secrets in the body: %w", err)
 	}
 
 	// 5. Send.
@@ -205,7 +203,7 @@ func (t *httpRequest) Run(ctx context.Context, inv *Invocation, raw json.RawMess
 	}
 	t.net.log.Info("web request", "tool", ToolHTTPRequest, "run_id", inv.RunID, "method", method,
 		"host", resp.Request.URL.Hostname(), "status", resp.StatusCode, "secrets", filled, "bytes", len(data))
-	return Result{Output: formatResponse(resp, fu, stopped, method, data, cut), IsError: resp.StatusCode >= 400}, nil
+	return tool.Result{Output: formatResponse(resp, fu, stopped, method, data, cut), IsError: resp.StatusCode >= 400}, nil
 }
 
 // refInHost reports whether a secret reference sits in the authority of
@@ -234,7 +232,8 @@ func headerValues(h map[string]string) []string {
 }
 
 // requestBody reads the body argument: absent or null is no body, a JSON
-// string is sent as is, any other JSON value is sent compacted as JSON.
+// string is sent as is, any other JSON value is sent compacted as JSON. Its
+// error completes `argument "body" …`.
 func requestBody(raw json.RawMessage) (body string, isJSON bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -242,19 +241,27 @@ func requestBody(raw json.RawMessage) (body string, isJSON bool, err error) {
 	}
 	if raw[0] == '"' {
 		if err := json.Unmarshal(raw, &body); err != nil {
-			return "", false, errors.New("body is not a valid JSON string")
+			return "", false, errors.New("must be a valid JSON string")
 		}
 	} else {
 		var b bytes.Buffer
 		if err := json.Compact(&b, raw); err != nil {
-			return "", false, errors.New("body is not valid JSON")
+			return "", false, errors.New("must be valid JSON")
 		}
 		body, isJSON = b.String(), true
 	}
 	if len(body) > maxRequestBody {
-		return "", false, fmt.Errorf("body is %d bytes; at most %d are sent", len(body), maxRequestBody)
+		return "", false, fmt.Errorf("must be at most %d bytes, not %d", maxRequestBody, len(body))
 	}
 	return body, isJSON, nil
+}
+
+// orList formats values as "a, b or c".
+func orList(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }
 
 // usefulHeaders are the response headers http_request shows, in this order;
@@ -316,7 +323,7 @@ func formatResponse(resp *http.Response, sent *url.URL, stopped *url.URL, method
 		fmt.Fprintf(&b, "[binary body: %d bytes of %s, not shown]", len(data), mt)
 	}
 	if cut {
-		b.WriteString("\n[body cut at 1 MiB: the response was longer]")
+		b.WriteString("\n[body cut at " + respCap + ": the response was longer]")
 	}
 	return b.String()
 }

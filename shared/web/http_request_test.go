@@ -129,12 +129,12 @@ func TestHTTPRequestArguments(t *testing.T) {
 		want string
 	}{
 		{map[string]any{}, `"url" is required`},
-		{map[string]any{"url": u, "method": "TRACE"}, `method "TRACE" is not supported`},
+		{map[string]any{"url": u, "method": "TRACE"}, `argument "method" must be one of GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, not "TRACE"`},
 		{map[string]any{"url": u, "headers": map[string]any{"Host": "evil.example.com"}}, "header Host cannot be set"},
 		{map[string]any{"url": u, "headers": map[string]any{"Bad Name": "x"}}, "not a valid header name"},
 		{map[string]any{"url": u, "headers": map[string]any{"X-A": "a\r\nX-B: b"}}, "not valid in a header"},
-		{map[string]any{"url": u, "headers": map[string]any{"X-N": 3}}, `argument "headers": expected a string, got number`},
-		{map[string]any{"url": u, "body": strings.Repeat("b", 1<<20+1)}, "at most 1048576 are sent"},
+		{map[string]any{"url": u, "headers": map[string]any{"X-N": 3}}, `argument "headers.X-N" must be a string, not 3`},
+		{map[string]any{"url": u, "body": strings.Repeat("b", 1<<20+1)}, `argument "body" must be at most 1048576 bytes, not 1048577`},
 		{map[string]any{"url": u, "timeout": 3}, `unknown argument "timeout"`},
 	}
 	for _, tt := range tests {
@@ -142,5 +142,37 @@ func TestHTTPRequestArguments(t *testing.T) {
 	}
 	if n := srv.hitsFor("api.example.com"); n != 0 {
 		t.Errorf("invalid requests reached the server %d times", n)
+	}
+}
+
+func TestHTTPRequestArgumentWording(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, true, apiFake())
+	svc := newService(t, srv)
+	f := fleet{hosts: []string{"api.example.com"}}
+	u := srv.url("api.example.com", "/echo")
+	for _, tt := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{}, `http_request: argument "url" is required`},
+		{map[string]any{"url": ""}, `http_request: argument "url" must not be empty`},
+		{map[string]any{"url": u, "timeout": 3}, `http_request: unknown argument "timeout"; the arguments are method, url, headers and body`},
+		{map[string]any{"url": u, "method": "TRACE"}, `http_request: argument "method" must be one of GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS, not "TRACE"`},
+		{map[string]any{"url": u, "method": 7}, `http_request: argument "method" must be a string, not 7`},
+		{map[string]any{"url": u, "headers": map[string]any{"X-N": 3}}, `http_request: argument "headers.X-N" must be a string, not 3`},
+		{map[string]any{"url": u, "headers": []string{"X-N: 3"}}, `http_request: argument "headers" must be an object of strings, not an array`},
+		{map[string]any{"url": u, "body": strings.Repeat("b", 1<<20+1)}, `http_request: argument "body" must be at most 1048576 bytes, not 1048577`},
+		// Checks made after decoding keep their own words.
+		{map[string]any{"url": u, "headers": map[string]any{"Bad Name": "x"}}, `http_request GET ` + u + `: "Bad Name" is not a valid header name`},
+	} {
+		wantText(t, call(t, svc, web.ToolHTTPRequest, tt.args, f), tt.want)
+	}
+	// The method is read in any case, around white space.
+	for _, m := range []string{"post", " Post ", "POST"} {
+		wantOK(t, call(t, svc, web.ToolHTTPRequest, map[string]any{"url": u, "method": m}, f), `"method":"POST"`)
+	}
+	if n := srv.hitsFor("api.example.com"); n != 3 {
+		t.Errorf("the server got %d requests, want the 3 valid ones", n)
 	}
 }

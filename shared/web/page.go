@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // untrusted is the line the spec puts under every <web_content> opening tag.
@@ -43,14 +44,10 @@ type page struct {
 // fetchPage GETs rawURL along r through rt, reads at most max bytes and
 // reduces them to text. A refusal, a failure or content that is not text
 // comes back as an error Result (res non-nil); a page, whatever its HTTP
-// status, as p.
-func (n *network) fetchPage(ctx context.Context, r route, rt http.RoundTripper, rawURL string, max int64) (p *page, res *Result) {
-	fail := func(format string, args ...any) (*page, *Result) {
-		e := errorResult("%s %s: %s", r.tool, rawURL, fmt.Sprintf(format, args...))
-		return nil, &e
-	}
-	if rawURL == "" {
-		e := errorResult("%s: argument \"url\" is required", r.tool)
+// status, as p. rawURL is the tool's decoded url argument, never empty.
+func (n *network) fetchPage(ctx context.Context, r route, rt http.RoundTripper, rawURL string, max int64) (p *page, res *tool.Result) {
+	fail := func(format string, args ...any) (*page, *tool.Result) {
+		e := tool.Errorf("%s %s: %s", r.tool, rawURL, fmt.Sprintf(format, args...))
 		return nil, &e
 	}
 	if secret.HasRef(rawURL) {
@@ -95,16 +92,17 @@ func (n *network) fetchPage(ctx context.Context, r route, rt http.RoundTripper, 
 	return &page{url: resp.Request.URL, status: resp.StatusCode, text: text, cut: cut}, nil
 }
 
-// result is the page fenced as untrusted data. Any status other than 2xx
-// makes it an error result, with the status said outside the fence.
-func (p *page) result(tool string, capText string) Result {
+// result is the page of the tool called name fenced as untrusted data,
+// capText saying the cap it was read under. Any status other than 2xx makes
+// it an error result, with the status said outside the fence.
+func (p *page) result(name string, capText string) tool.Result {
 	text := p.text
 	if p.cut {
 		text += fmt.Sprintf("\n\n[cut: the page is larger than %s; this is the text of its first %s]", capText, capText)
 	}
 	out := fence(redactURL(p.url), text)
 	if p.status < 200 || p.status > 299 {
-		return Result{Output: fmt.Sprintf("%s: HTTP %d %s\n%s", tool, p.status, http.StatusText(p.status), out), IsError: true}
+		return tool.Result{Output: fmt.Sprintf("%s: HTTP %d %s\n%s", name, p.status, http.StatusText(p.status), out), IsError: true}
 	}
-	return Result{Output: out}
+	return tool.Text(out)
 }

@@ -9,16 +9,21 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed pushover.txt
 var pushoverDescription string
 
+// pushoverHost is the host of Pushover's API, which a fleet lists to send
+// notifications.
+const pushoverHost = "api.pushover.net"
+
 // DefaultPushoverURL is Pushover's message API.
-const DefaultPushoverURL = "https://api.pushover.net/1/messages.json"
+const DefaultPushoverURL = "https://" + pushoverHost + "/1/messages.json"
 
 // The fleet secrets pushover sends as the application token and the user
 // (or group) key. They are filled here and never shown to the model.
@@ -27,75 +32,101 @@ const (
 	PushoverUserSecret  = "PUSHOVER_USER"
 )
 
-// pushover sends a notification. The endpoint's host must be on the fleet's
-// network host list and reached over https at a public address; the token
-// and user key come from the fleet's secrets and are read only after that
-// check. Redirects are not followed.
+// Pushover's API limits: lengths in characters, and the priorities from
+// silent to emergency.
+const (
+	maxPushoverMessage = 1024
+	maxPushoverTitle   = 250
+	maxPushoverURL     = 512
+	minPriority        = -2
+	maxPriority        = 2 // emergency
+	// defaultPriority is what Pushover applies to a message sent without
+	// one; pushover sends a priority only when the model gives one.
+	defaultPriority = 0
+)
+
+// An emergency notification repeats every emergencyRetry until it is
+// acknowledged or emergencyExpire has passed; Pushover requires both.
+const (
+	emergencyRetry  = 60 * time.Second
+	emergencyExpire = time.Hour
+)
+
+type pushoverArgs struct {
+	Message  string `json:"message"`
+	Title    string `json:"title,omitempty"`
+	Priority *int   `json:"priority,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+var pushoverSpec = tool.Define[pushoverArgs](tool.About{
+	Name:        ToolPushover,
+	Description: pushoverDescription,
+	Rules: tool.Rules{
+		"message":  tool.NotBlank().MaxLen(maxPushoverMessage),
+		"title":    tool.MaxLen(maxPushoverTitle),
+		"priority": tool.Between(minPriority, maxPriority),
+		"url":      tool.MaxLen(maxPushoverURL),
+	},
+	Values: figures(map[string]any{
+		"MaxMessage":      maxPushoverMessage,
+		"MaxTitle":        maxPushoverTitle,
+		"MaxURL":          maxPushoverURL,
+		"DefaultPriority": defaultPriority,
+		"RetrySeconds":    int(emergencyRetry / time.Second),
+		"Expire":          inWords(emergencyExpire),
+		"Host":            pushoverHost,
+		"TokenSecret":     PushoverTokenSecret,
+		"UserSecret":      PushoverUserSecret,
+	}),
+})
+
+// pushover sends a notification. The endpoint's host must be on the
+// invocation's host list and reached over https at a public address; the
+// token and user key come from the fleet's secrets and are read only after
+// that check. Redirects are not followed.
 type pushover struct {
+	*tool.Def[pushoverArgs]
 	net      *network
 	endpoint string
 }
 
-type pushoverArgs struct {
-	Message  string `json:"message"`
-	Title    string `json:"title"`
-	Priority *int   `json:"priority"`
-	URL      string `json:"url"`
+var _ tool.Tool = (*pushover)(nil)
+
+func newPushover(n *network, endpoint string) *pushover {
+	return &pushover{Def: pushoverSpec, net: n, endpoint: endpoint}
 }
 
-func newPushover(n *network, endpoint string) *pushover { return &pushover{net: n, endpoint: endpoint} }
-
-func (*pushover) Name() string        { return ToolPushover }
-func (*pushover) Description() string { return pushoverDescription }
-func (*pushover) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{` +
-		`"message":{"type":"string","maxLength":1024},` +
-		`"title":{"type":"string","maxLength":250},` +
-		`"priority":{"type":"integer","minimum":-2,"maximum":2,"default":0},` +
-		`"url":{"type":"string","maxLength":512}` +
-		`},"required":["message"],"additionalProperties":false}`)
-}
-
-func (t *pushover) Run(ctx context.Context, inv *Invocation, raw json.RawMessage) (Result, error) {
-	var args pushoverArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return errorResult("pushover: %v", err), nil
+func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
+		return res, nil
 	}
-	switch {
-	case strings.TrimSpace(args.Message) == "":
-		return errorResult("pushover: argument \"message\" is required"), nil
-	case utf8.RuneCountInString(args.Message) > 1024:
-		return errorResult("pushover: message is %d characters; at most 1024", utf8.RuneCountInString(args.Message)), nil
-	case utf8.RuneCountInString(args.Title) > 250:
-		return errorResult("pushover: title is %d characters; at most 250", utf8.RuneCountInString(args.Title)), nil
-	case utf8.RuneCountInString(args.URL) > 512:
-		return errorResult("pushover: url is %d characters; at most 512", utf8.RuneCountInString(args.URL)), nil
-	case args.Priority != nil && (*args.Priority < -2 || *args.Priority > 2):
-		return errorResult("pushover: priority must be between -2 and 2, not %d", *args.Priority), nil
-	case secret.HasRef(args.Message + args.Title + args.URL):
-		return errorResult("pushover: refused: secret references are not filled in notifications, which leave agentsfleet"), nil
+	if secret.HasRef(args.Message + args.Title + args.URL) {
+		return tool.Errorf("pushover: refused: secret references are not filled in notifications, which leave agentsfleet"), nil
 	}
+	inv := invocationFrom(ctx)
 	u, err := url.Parse(t.endpoint)
 	if err != nil {
-		return Result{}, fmt.Errorf("pushover endpoint %q: %w", t.endpoint, err)
+		return tool.Result{}, fmt.Errorf("pushover endpoint %q: %w", t.endpoint, err)
 	}
 	r := route{tool: ToolPushover, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: 0}
 	if err := r.checkURL(u); err != nil {
-		return errorResult("pushover: %v. Add %s to the fleet's network host list to send notifications. Nothing was sent", err, u.Hostname()), nil
+		return tool.Errorf("pushover: %v. Add %s to the fleet's network host list to send notifications. Nothing was sent", err, u.Hostname()), nil
 	}
 	for _, name := range []string{PushoverTokenSecret, PushoverUserSecret} {
 		if !inv.Secrets.Has(name) {
-			return errorResult("pushover: the fleet has no secret %s; pushover needs %s (application API token) and %s (user or group key). Nothing was sent",
+			return tool.Errorf("pushover: the fleet has no secret %s; pushover needs %s (application API token) and %s (user or group key). Nothing was sent",
 				name, PushoverTokenSecret, PushoverUserSecret), nil
 		}
 	}
 	token, err := inv.Secrets.Value(ctx, PushoverTokenSecret)
 	if err != nil {
-		return Result{}, err
+		return tool.Result{}, err
 	}
 	user, err := inv.Secrets.Value(ctx, PushoverUserSecret)
 	if err != nil {
-		return Result{}, err
+		return tool.Result{}, err
 	}
 	form := url.Values{"token": {token}, "user": {user}, "message": {args.Message}}
 	if args.Title != "" {
@@ -106,28 +137,28 @@ func (t *pushover) Run(ctx context.Context, inv *Invocation, raw json.RawMessage
 	}
 	if args.Priority != nil {
 		form.Set("priority", strconv.Itoa(*args.Priority))
-		if *args.Priority == 2 { // emergency: Pushover requires both
-			form.Set("retry", "60")
-			form.Set("expire", "3600")
+		if *args.Priority == maxPriority {
+			form.Set("retry", strconv.Itoa(int(emergencyRetry/time.Second)))
+			form.Set("expire", strconv.Itoa(int(emergencyExpire/time.Second)))
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.net.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {
-		return Result{}, fmt.Errorf("pushover request: %w", err)
+		return tool.Result{}, fmt.Errorf("pushover request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", "agentsfleet-pushover/1.0")
 	client := &http.Client{Transport: t.net.listed, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
-		return errorResult("pushover: not sent: %s", t.net.describe(ctx, err)), nil
+		return tool.Errorf("pushover: not sent: %s", t.net.describe(ctx, err)), nil
 	}
 	defer resp.Body.Close()
 	data, _, err := readCapped(resp.Body, maxRespBytes)
 	if err != nil {
-		return errorResult("pushover: reading Pushover's answer: %s", t.net.describe(ctx, err)), nil
+		return tool.Errorf("pushover: reading Pushover's answer: %s", t.net.describe(ctx, err)), nil
 	}
 	t.net.log.Info("web request", "tool", ToolPushover, "run_id", inv.RunID, "host", u.Hostname(), "status", resp.StatusCode,
 		"secrets", []string{PushoverTokenSecret, PushoverUserSecret})
@@ -138,18 +169,18 @@ func (t *pushover) Run(ctx context.Context, inv *Invocation, raw json.RawMessage
 		Receipt string   `json:"receipt"`
 	}
 	if err := json.Unmarshal(data, &answer); err != nil {
-		return errorResult("pushover: not sent: Pushover answered HTTP %d %s with a body that is not its JSON", resp.StatusCode, http.StatusText(resp.StatusCode)), nil
+		return tool.Errorf("pushover: not sent: Pushover answered HTTP %d %s with a body that is not its JSON", resp.StatusCode, http.StatusText(resp.StatusCode)), nil
 	}
 	if answer.Status != 1 || resp.StatusCode != http.StatusOK {
 		why := strings.Join(answer.Errors, "; ")
 		if why == "" {
 			why = "no reason given"
 		}
-		return errorResult("pushover: not sent: Pushover answered HTTP %d: %s", resp.StatusCode, why), nil
+		return tool.Errorf("pushover: not sent: Pushover answered HTTP %d: %s", resp.StatusCode, why), nil
 	}
 	out := "Notification sent (Pushover request " + answer.Request + ")."
 	if answer.Receipt != "" {
 		out += " Emergency receipt " + answer.Receipt + "."
 	}
-	return Result{Output: out}, nil
+	return tool.Text(out), nil
 }

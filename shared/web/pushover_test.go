@@ -128,3 +128,28 @@ func TestPushoverRefusals(t *testing.T) {
 		t.Errorf("refused notifications read %d secrets, want 0", n)
 	}
 }
+
+func TestPushoverArgumentWording(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ args, want string }{
+		{`{}`, `pushover: argument "message" is required`},
+		{`{"message":" "}`, `pushover: argument "message" must not be empty`},
+		{`{"message":"` + strings.Repeat("m", 1025) + `"}`, `pushover: argument "message" must be at most 1024 characters, not 1025`},
+		{`{"message":"x","title":"` + strings.Repeat("t", 251) + `"}`, `pushover: argument "title" must be at most 250 characters, not 251`},
+		{`{"message":"x","url":"` + strings.Repeat("u", 513) + `"}`, `pushover: argument "url" must be at most 512 characters, not 513`},
+		{`{"message":"x","priority":3}`, `pushover: argument "priority" must be between -2 and 2, not 3`},
+		{`{"message":"x","priority":"high"}`, `pushover: argument "priority" must be an integer, not a string`},
+		{`{"message":"x","sound":"siren"}`, `pushover: unknown argument "sound"; the arguments are message, title, priority and url`},
+		// A check made after decoding keeps its own words.
+		{`{"message":"token «secret:PUSHOVER_TOKEN»"}`, `pushover: refused: secret references are not filled in notifications, which leave agentsfleet`},
+	} {
+		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolPushover, Arguments: json.RawMessage(tt.args)})
+		if err != nil || !res.IsError || res.Output != tt.want {
+			t.Errorf("pushover(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
+		}
+	}
+}

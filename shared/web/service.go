@@ -7,16 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
 )
@@ -54,23 +54,10 @@ type Config struct {
 // DefaultTimeout is a web tool call's time limit.
 const DefaultTimeout = 30 * time.Second
 
-// Tool is one web tool. Run validates args (the model's JSON object) and
-// returns what the model sees; it returns a Go error only when the
-// environment is broken. Run must not put secret values in its output or
-// errors on purpose; Service.Call screens both anyway.
-type Tool interface {
-	Name() string
-	// Description is the model-facing description, embedded from the
-	// tool's .txt file.
-	Description() string
-	// Schema is the JSON Schema of the arguments object.
-	Schema() json.RawMessage
-	Run(ctx context.Context, inv *Invocation, args json.RawMessage) (Result, error)
-}
-
-// Invocation is what one call knows about its fleet.
-type Invocation struct {
-	// Hosts is the fleet's network host list.
+// invocation is what one call knows about its fleet. Service.Call puts it
+// in the context of the tool's Run; a tool reads it with invocationFrom.
+type invocation struct {
+	// Hosts is the fleet's network host list; nil allows no host.
 	Hosts HostAllower
 	// Secrets is the fleet's secrets, each read at most once per call.
 	Secrets *secret.Set
@@ -78,11 +65,27 @@ type Invocation struct {
 	RunID, Fleet string
 }
 
+// invocationKey holds a call's *invocation in its context.
+type invocationKey struct{}
+
+// invocationFrom returns the invocation Service.Call put in ctx. A tool run
+// any other way (a test, or a caller holding Service.Tools()) gets an empty
+// one: no hosts and no secrets, so every request to a listed host is
+// refused and no reference is filled. There is deliberately no exported way
+// to put an invocation in a context: the hosts and secrets come only through
+// Call, which screens what the tool returns.
+func invocationFrom(ctx context.Context) *invocation {
+	if inv, ok := ctx.Value(invocationKey{}).(*invocation); ok && inv != nil {
+		return inv
+	}
+	return &invocation{Secrets: secret.NewSet(nil, nil)}
+}
+
 // Service runs web tool calls. It is safe for concurrent use; one Service
 // serves every invocation of a Lambda instance, reusing connections.
 type Service struct {
 	net   *network
-	tools map[string]Tool
+	tools map[string]tool.Tool
 	names []string
 }
 
@@ -101,8 +104,8 @@ func NewService(cfg Config) (*Service, error) {
 	if pushover == "" {
 		pushover = DefaultPushoverURL
 	}
-	s := &Service{net: n, tools: map[string]Tool{}}
-	for _, t := range []Tool{
+	s := &Service{net: n, tools: map[string]tool.Tool{}}
+	for _, t := range []tool.Tool{
 		newWebFetch(n),
 		newWebSearch(n, backend),
 		newWebFetchTLS(n),
@@ -115,13 +118,25 @@ func NewService(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Tools returns the tools in a fixed order.
-func (s *Service) Tools() []Tool {
-	out := make([]Tool, len(s.names))
+// Tools returns the tools in the order of Specs. A tool's Run called
+// directly rather than through Call has no host list and no secrets: it
+// reaches public pages only, fills no reference, and its output is not
+// screened (there is nothing to screen it for).
+func (s *Service) Tools() []tool.Tool {
+	out := make([]tool.Tool, len(s.names))
 	for i, n := range s.names {
 		out[i] = s.tools[n]
 	}
 	return out
+}
+
+// Specs returns the specs of the five web tools (name, description, schema
+// and argument check) in a fixed order — webfetch, websearch, web_fetch,
+// http_request, pushover — without building a Service, for callers that
+// describe the tools to a model or check arguments without a network.
+// They are the specs Service.Tools() carry.
+func Specs() []tool.Spec {
+	return []tool.Spec{webfetchSpec, websearchSpec, webFetchTLSSpec, httpRequestSpec, pushoverSpec}
 }
 
 // Call runs req. If the call sent anything to the network, the Result's
@@ -131,38 +146,39 @@ func (s *Service) Tools() []Tool {
 // screened for the secrets it read, and reads no other. A Go error (broken
 // environment, or a host list the Definition should never have held) has
 // its message screened too.
-func (s *Service) Call(ctx context.Context, req Request) (Result, error) {
+func (s *Service) Call(ctx context.Context, req Request) (tool.Result, error) {
 	t, ok := s.tools[req.Tool]
 	if !ok {
-		return errorResult("unknown web tool %q: the web tools are %s", req.Tool, strings.Join(s.names, ", ")), nil
+		return tool.Errorf("unknown web tool %q: the web tools are %s", req.Tool, strings.Join(s.names, ", ")), nil
 	}
 	hosts, err := fleet.ParseHostList(req.Hosts)
 	if err != nil {
-		return Result{}, fmt.Errorf("web tool %s: %w", req.Tool, err)
+		return tool.Result{}, fmt.Errorf("web tool %s: %w", req.Tool, err)
 	}
-	inv := &Invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, req.Secrets), RunID: req.RunID, Fleet: req.Fleet}
+	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, req.Secrets), RunID: req.RunID, Fleet: req.Fleet}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	sent := new(atomic.Bool)
-	res, err := t.Run(context.WithValue(ctx, sentKey{}, sent), inv, args)
+	ctx = context.WithValue(context.WithValue(ctx, sentKey{}, sent), invocationKey{}, inv)
+	res, err := t.Run(ctx, args)
 	if err != nil {
 		// Not %w: the wrapped chain would still carry the unscreened text.
-		return Result{}, errors.New(inv.Secrets.RedactLoaded(fmt.Sprintf("web tool %s: %v", req.Tool, err)))
+		return tool.Result{}, errors.New(inv.Secrets.RedactLoaded(fmt.Sprintf("web tool %s: %v", req.Tool, err)))
 	}
 	if !sent.Load() {
 		// Nothing came from outside: the output is our text and the
 		// model's arguments, and the only values it could hold are those
 		// this call read. Screening for those reads no further secret.
-		return Result{Output: inv.Secrets.RedactLoaded(res.Output), IsError: res.IsError}, nil
+		return tool.Result{Output: inv.Secrets.RedactLoaded(res.Output), IsError: res.IsError}, nil
 	}
 	out, err := inv.Secrets.Redact(ctx, res.Output)
 	if err != nil {
 		s.net.log.Error("web tool output withheld", "tool", req.Tool, "run_id", req.RunID, "error", err)
-		return errorResult("%s: the result was withheld because agentsfleet could not read the fleet's secrets to screen it for secret values (%v). This is a deployment problem, not a problem with the request.", req.Tool, err), nil
+		return tool.Errorf("%s: the result was withheld because agentsfleet could not read the fleet's secrets to screen it for secret values (%v). This is a deployment problem, not a problem with the request.", req.Tool, err), nil
 	}
-	return Result{Output: out, IsError: res.IsError}, nil
+	return tool.Result{Output: out, IsError: res.IsError}, nil
 }
 
 // network is what the tools share: the two egress transports, limits and
@@ -209,50 +225,4 @@ func newTransport(d *egress.Dialer, roots *x509.CertPool) *http.Transport {
 		MaxIdleConns:           32,
 		IdleConnTimeout:        30 * time.Second,
 	}
-}
-
-// decodeArgs decodes the model's arguments object into v, refusing
-// unknown fields, and returns an error whose text tells the model what to
-// fix.
-func decodeArgs(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te) && te.Field == "":
-			return errors.New("arguments must be a JSON object")
-		case errors.As(err, &te):
-			return fmt.Errorf("argument %q: expected %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
-		case errors.As(err, &se):
-			return fmt.Errorf("arguments are not valid JSON: %v", se)
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return fmt.Errorf("unknown argument %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
-		default:
-			return fmt.Errorf("arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
-		}
-	}
-	if dec.More() {
-		return errors.New("arguments must be one JSON object")
-	}
-	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch {
-	case goKind == "string":
-		return "a string"
-	case goKind == "bool":
-		return "true or false"
-	case slices.Contains([]string{"int", "int64", "int32", "uint", "uint16"}, goKind):
-		return "an integer"
-	case goKind == "float64":
-		return "a number"
-	case goKind == "map" || goKind == "struct":
-		return "an object"
-	case goKind == "slice":
-		return "an array"
-	}
-	return "of another type"
 }

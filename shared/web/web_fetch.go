@@ -4,33 +4,46 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed web_fetch.txt
 var webFetchTLSDescription string
 
-// webFetchTLS is the fleet tool web_fetch: like webfetch, but https only,
-// the host must be on the fleet's network host list (any port), and the
-// response cap is 1 MiB. The address policy (public only) still applies.
-type webFetchTLS struct{ net *network }
-
-func newWebFetchTLS(n *network) *webFetchTLS { return &webFetchTLS{net: n} }
-
-func (*webFetchTLS) Name() string        { return ToolWebFetchTLS }
-func (*webFetchTLS) Description() string { return webFetchTLSDescription }
-func (*webFetchTLS) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","description":"https URL on a host in the fleet's network host list"}},"required":["url"],"additionalProperties":false}`)
+type webFetchTLSArgs struct {
+	URL string `json:"url" description:"https URL on a host in the fleet's network host list"`
 }
 
-func (t *webFetchTLS) Run(ctx context.Context, inv *Invocation, raw json.RawMessage) (Result, error) {
-	var args webfetchArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return errorResult("web_fetch: %v", err), nil
+var webFetchTLSSpec = tool.Define[webFetchTLSArgs](tool.About{
+	Name:        ToolWebFetchTLS,
+	Description: webFetchTLSDescription,
+	Values:      figures(nil),
+})
+
+// webFetchTLS is the fleet tool web_fetch: like webfetch, but https only,
+// the host must be on the invocation's host list (any port), and the
+// response cap is maxRespBytes. The address policy (public only) still
+// applies.
+type webFetchTLS struct {
+	*tool.Def[webFetchTLSArgs]
+	net *network
+}
+
+var _ tool.Tool = (*webFetchTLS)(nil)
+
+func newWebFetchTLS(n *network) *webFetchTLS { return &webFetchTLS{Def: webFetchTLSSpec, net: n} }
+
+func (t *webFetchTLS) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
+		return res, nil
 	}
+	inv := invocationFrom(ctx)
 	r := route{tool: ToolWebFetchTLS, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
-	p, res := t.net.fetchPage(ctx, r, t.net.listed, args.URL, maxRespBytes)
-	if res != nil {
-		return *res, nil
+	p, failed := t.net.fetchPage(ctx, r, t.net.listed, args.URL, maxRespBytes)
+	if failed != nil {
+		return *failed, nil
 	}
-	return p.result(ToolWebFetchTLS, "1 MiB"), nil
+	return p.result(ToolWebFetchTLS, respCap), nil
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -65,4 +66,22 @@ func TestWebFetchTLSChecksCertificates(t *testing.T) {
 	svc := newService(t, srv, func(c *web.Config) { c.RootCAs = nil }) // system roots do not know the test CA
 	res := call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/")}, fleet{hosts: []string{"api.example.com"}})
 	wantError(t, res, "TLS certificate")
+}
+
+func TestWebFetchTLSArgumentWording(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ args, want string }{
+		{`{"url":7}`, `web_fetch: argument "url" must be a string, not 7`},
+		{`{}`, `web_fetch: argument "url" is required`},
+		{`{"url":"https://api.example.com/","depth":2}`, `web_fetch: unknown argument "depth"; the arguments are url`},
+	} {
+		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebFetchTLS, Arguments: json.RawMessage(tt.args), Hosts: []string{"api.example.com"}})
+		if err != nil || !res.IsError || res.Output != tt.want {
+			t.Errorf("web_fetch(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
+		}
+	}
 }

@@ -4,37 +4,45 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed webfetch.txt
 var webfetchDescription string
 
-// webfetch fetches a public page: http or https, public addresses on ports
-// 80 and 443 (the public transport's egress policy), at most 5 redirects,
-// 4 MB, DefaultTimeout, HTML reduced to text, fenced as untrusted.
-type webfetch struct{ net *network }
-
 type webfetchArgs struct {
-	URL string `json:"url"`
+	URL string `json:"url" description:"http or https URL of a public page"`
 }
 
-func newWebFetch(n *network) *webfetch { return &webfetch{net: n} }
+var webfetchSpec = tool.Define[webfetchArgs](tool.About{
+	Name:        ToolWebFetch,
+	Description: webfetchDescription,
+	Values:      figures(nil),
+})
 
-func (*webfetch) Name() string        { return ToolWebFetch }
-func (*webfetch) Description() string { return webfetchDescription }
-func (*webfetch) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","description":"http or https URL of a public page"}},"required":["url"],"additionalProperties":false}`)
+// webfetch fetches a public page: http or https, public addresses on ports
+// 80 and 443 (the public transport's egress policy), at most maxRedirects
+// redirects, maxPageBytes, DefaultTimeout, HTML reduced to text, fenced as
+// untrusted. It reads no invocation: no host list, no secrets.
+type webfetch struct {
+	*tool.Def[webfetchArgs]
+	net *network
 }
 
-func (t *webfetch) Run(ctx context.Context, _ *Invocation, raw json.RawMessage) (Result, error) {
-	var args webfetchArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return errorResult("webfetch: %v", err), nil
+var _ tool.Tool = (*webfetch)(nil)
+
+func newWebFetch(n *network) *webfetch { return &webfetch{Def: webfetchSpec, net: n} }
+
+func (t *webfetch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
+		return res, nil
 	}
 	r := route{tool: ToolWebFetch, maxRedirects: maxRedirects}
-	p, res := t.net.fetchPage(ctx, r, t.net.public, args.URL, maxPageBytes)
-	if res != nil {
-		return *res, nil
+	p, failed := t.net.fetchPage(ctx, r, t.net.public, args.URL, maxPageBytes)
+	if failed != nil {
+		return *failed, nil
 	}
-	return p.result(ToolWebFetch, "4 MB"), nil
+	return p.result(ToolWebFetch, pageCap), nil
 }

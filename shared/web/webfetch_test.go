@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -256,12 +257,36 @@ func TestWebFetchArguments(t *testing.T) {
 		want string
 	}{
 		{map[string]any{}, `"url" is required`},
-		{map[string]any{"url": 7}, `argument "url": expected a string, got number`},
+		{map[string]any{"url": 7}, `argument "url" must be a string, not 7`},
 		{map[string]any{"url": "http://www.example.com/", "depth": 2}, `unknown argument "depth"`},
 		{[]string{"http://www.example.com/"}, "must be a JSON object"},
 		{map[string]any{"url": "http://www.example.com/?k=«secret:TOKEN»"}, "does not fill secret references"},
 	}
 	for _, tt := range tests {
 		wantError(t, call(t, svc, web.ToolWebFetch, tt.args, fleet{}), tt.want)
+	}
+}
+
+// TestWebFetchArgumentWording: argument errors read as tool.Def.Decode
+// words them for every tool.
+func TestWebFetchArgumentWording(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ args, want string }{
+		{`{"url":7}`, `webfetch: argument "url" must be a string, not 7`},
+		{`{}`, `webfetch: argument "url" is required`},
+		{`{"url":""}`, `webfetch: argument "url" must not be empty`},
+		{`{"url":"http://www.example.com/","depth":2}`, `webfetch: unknown argument "depth"; the arguments are url`},
+		{`["http://www.example.com/"]`, `webfetch: the arguments must be a JSON object, not an array`},
+		{`{"url":"http://www.example.com/"} {}`, `webfetch: the arguments must be one JSON object, with nothing after it`},
+		{`{"url":`, `webfetch: the arguments are not valid JSON: the JSON ends too early`},
+	} {
+		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebFetch, Arguments: json.RawMessage(tt.args)})
+		if err != nil || !res.IsError || res.Output != tt.want {
+			t.Errorf("webfetch(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
+		}
 	}
 }

@@ -10,25 +10,12 @@ import (
 	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
 )
 
 //go:embed websearch.txt
 var websearchDescription string
-
-// websearch asks the deployment's search backend. The backend's HTTP client
-// is the public egress transport (public addresses, ports 80 and 443, at
-// most 5 redirects) and reads at most 4 MB. A failure is an error Result
-// that says it does not mean nothing exists — never an empty result list.
-type websearch struct {
-	net     *network
-	backend search.Backend // nil: not configured
-}
-
-type websearchArgs struct {
-	Query      string `json:"query"`
-	MaxResults *int   `json:"max_results"`
-}
 
 const (
 	defaultSearchResults = 8
@@ -36,39 +23,56 @@ const (
 	notNothing           = "A failed search does not mean that nothing exists: try again, rephrase the query, or fetch a page you know with webfetch."
 )
 
-func newWebSearch(n *network, b search.Backend) *websearch { return &websearch{net: n, backend: b} }
-
-func (*websearch) Name() string        { return ToolWebSearch }
-func (*websearch) Description() string { return websearchDescription }
-func (*websearch) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to search for"},"max_results":{"type":"integer","minimum":1,"maximum":20,"default":8,"description":"how many results"}},"required":["query"],"additionalProperties":false}`)
+type websearchArgs struct {
+	Query      string `json:"query" description:"what to search for"`
+	MaxResults int    `json:"max_results,omitempty" description:"how many results"`
 }
 
-func (t *websearch) Run(ctx context.Context, inv *Invocation, raw json.RawMessage) (Result, error) {
-	var args websearchArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return errorResult("websearch: %v", err), nil
+var websearchSpec = tool.Define[websearchArgs](tool.About{
+	Name:        ToolWebSearch,
+	Description: websearchDescription,
+	Rules: tool.Rules{
+		"query": tool.NotBlank(),
+		// Refused, not clamped: the model learns the limit instead of
+		// silently getting fewer results than it asked for.
+		"max_results": tool.Between(1, maxSearchResults).Default(defaultSearchResults),
+	},
+	Values: figures(nil),
+})
+
+// websearch asks the deployment's search backend. The backend's HTTP client
+// is the public egress transport (public addresses, ports 80 and 443, at
+// most maxRedirects redirects) and reads at most maxPageBytes. A failure is
+// an error Result that says it does not mean nothing exists — never an
+// empty result list.
+type websearch struct {
+	*tool.Def[websearchArgs]
+	net     *network
+	backend search.Backend // nil: not configured
+}
+
+var _ tool.Tool = (*websearch)(nil)
+
+func newWebSearch(n *network, b search.Backend) *websearch {
+	return &websearch{Def: websearchSpec, net: n, backend: b}
+}
+
+func (t *websearch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	args, res, ok := t.Decode(raw)
+	if !ok {
+		return res, nil
 	}
+	inv := invocationFrom(ctx)
 	query := strings.TrimSpace(args.Query)
-	if query == "" {
-		return errorResult("websearch: argument \"query\" is required"), nil
-	}
-	max := defaultSearchResults
-	if args.MaxResults != nil {
-		max = *args.MaxResults
-		if max < 1 || max > maxSearchResults {
-			return errorResult("websearch: max_results must be between 1 and %d, not %d", maxSearchResults, max), nil
-		}
-	}
 	if secret.HasRef(query) {
-		return errorResult("websearch: refused: secret references are not filled in search queries. %s", notNothing), nil
+		return tool.Errorf("websearch: refused: secret references are not filled in search queries. %s", notNothing), nil
 	}
 	if t.backend == nil {
-		return errorResult("websearch: no search backend is configured for this deployment. %s", notNothing), nil
+		return tool.Errorf("websearch: no search backend is configured for this deployment. %s", notNothing), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.net.timeout)
 	defer cancel()
-	results, err := t.backend.Search(ctx, query, max)
+	results, err := t.backend.Search(ctx, query, args.MaxResults)
 	if err != nil {
 		t.net.log.Warn("web search failed", "backend", t.backend.Name(), "run_id", inv.RunID, "error", err)
 		msg := err.Error()
@@ -78,11 +82,11 @@ func (t *websearch) Run(ctx context.Context, inv *Invocation, raw json.RawMessag
 			// which backend and why instead.
 			msg = t.backend.Name() + ": " + t.net.describe(ctx, err)
 		}
-		return errorResult("websearch failed: %s. %s", msg, notNothing), nil
+		return tool.Errorf("websearch failed: %s. %s", msg, notNothing), nil
 	}
 	t.net.log.Info("web search", "backend", t.backend.Name(), "run_id", inv.RunID, "results", len(results))
 	if len(results) == 0 {
-		return Result{Output: fmt.Sprintf("The search ran and %s found no results for %q. Try other words.", t.backend.Name(), query)}, nil
+		return tool.Text(fmt.Sprintf("The search ran and %s found no results for %q. Try other words.", t.backend.Name(), query)), nil
 	}
 	var b strings.Builder
 	for i, r := range results {
@@ -94,7 +98,7 @@ func (t *websearch) Run(ctx context.Context, inv *Invocation, raw json.RawMessag
 			fmt.Fprintf(&b, "\n   %s", s)
 		}
 	}
-	return Result{Output: fence("websearch: "+query, b.String())}, nil
+	return tool.Text(fence("websearch: "+query, b.String())), nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -103,10 +103,10 @@ func TestWebSearchFailures(t *testing.T) {
 			[]string{"port 8888 is not allowed", "does not mean that nothing exists"}},
 		{"unreachable name", search.Config{Kind: search.KindSearXNG, URL: "http://nowhere.example.com/"}, map[string]any{"query": "x"},
 			[]string{"not found", "does not mean that nothing exists"}},
-		{"empty query", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "  "}, []string{`"query" is required`}},
+		{"empty query", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "  "}, []string{`"query" must not be empty`}},
 		{"too many", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "x", "max_results": 21}, []string{"between 1 and 20"}},
 		{"zero", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "x", "max_results": 0}, []string{"between 1 and 20"}},
-		{"fraction", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "x", "max_results": 2.5}, []string{"expected an integer"}},
+		{"fraction", search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}, map[string]any{"query": "x", "max_results": 2.5}, []string{"must be an integer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,5 +114,28 @@ func TestWebSearchFailures(t *testing.T) {
 			svc := newService(t, srv, func(c *web.Config) { c.Search = tt.search })
 			wantError(t, call(t, svc, web.ToolWebSearch, tt.args, fleet{}), tt.want...)
 		})
+	}
+}
+
+func TestWebSearchArgumentWording(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ args, want string }{
+		{`{}`, `websearch: argument "query" is required`},
+		{`{"query":"  "}`, `websearch: argument "query" must not be empty`},
+		{`{"query":3}`, `websearch: argument "query" must be a string, not 3`},
+		{`{"query":"x","max_results":21}`, `websearch: argument "max_results" must be between 1 and 20, not 21`},
+		{`{"query":"x","max_results":0}`, `websearch: argument "max_results" must be between 1 and 20, not 0`},
+		{`{"query":"x","max_results":2.5}`, `websearch: argument "max_results" must be an integer, not 2.5`},
+		{`{"query":"x","max_results":"8"}`, `websearch: argument "max_results" must be an integer, not a string`},
+		{`{"query":"x","lang":"en"}`, `websearch: unknown argument "lang"; the arguments are query and max_results`},
+	} {
+		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebSearch, Arguments: json.RawMessage(tt.args)})
+		if err != nil || !res.IsError || res.Output != tt.want {
+			t.Errorf("websearch(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
+		}
 	}
 }

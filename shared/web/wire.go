@@ -1,13 +1,12 @@
 package web
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // Request is one web tool call, as the runner sends it to the webtools λ
 // (the Lambda invocation payload) and as local callers pass it to
-// Service.Call. It is the only wire shape of the webtools λ:
+// Service.Call. With tool.Result, the λ's response payload
+// ({"output": "…", "is_error": false}), it is the only wire shape of the
+// webtools λ:
 //
 //	{"tool": "http_request",
 //	 "arguments": {"method": "GET", "url": "https://api.github.com/user",
@@ -32,13 +31,6 @@ type Request struct {
 	Fleet string `json:"fleet,omitempty"`
 }
 
-// Result is what the model sees: text plus an error flag. It is the
-// webtools λ's response payload and the same shape sandboxd answers with.
-type Result struct {
-	Output  string `json:"output"`
-	IsError bool   `json:"is_error"`
-}
-
 // Tool names.
 const (
 	ToolWebFetch    = "webfetch"
@@ -47,7 +39,3 @@ const (
 	ToolHTTPRequest = "http_request"
 	ToolPushover    = "pushover"
 )
-
-func errorResult(format string, args ...any) Result {
-	return Result{Output: fmt.Sprintf(format, args...), IsError: true}
-}

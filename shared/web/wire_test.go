@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
@@ -37,7 +38,7 @@ func TestRequestRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("round trip changed the payload:\n got %s\nwant %s", back, raw)
 	}
-	out, _ := json.Marshal(web.Result{Output: "x"})
+	out, _ := json.Marshal(tool.Result{Output: "x"})
 	if string(out) != `{"output":"x","is_error":false}` {
 		t.Fatalf("Result marshals as %s", out)
 	}
@@ -64,21 +65,21 @@ func TestToolsDescribeThemselves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range svc.Tools() {
-		if len(tool.Description()) < 100 {
-			t.Errorf("%s: description %q is too short to guide a model", tool.Name(), tool.Description())
+	for _, wt := range svc.Tools() {
+		if len(wt.Description()) < 100 {
+			t.Errorf("%s: description %q is too short to guide a model", wt.Name(), wt.Description())
 		}
 		var schema struct {
 			Type       string                     `json:"type"`
 			Properties map[string]json.RawMessage `json:"properties"`
 			Required   []string                   `json:"required"`
 		}
-		if err := json.Unmarshal(tool.Schema(), &schema); err != nil || schema.Type != "object" {
-			t.Errorf("%s: schema is not a JSON object schema: %v", tool.Name(), err)
+		if err := json.Unmarshal(wt.Schema(), &schema); err != nil || schema.Type != "object" {
+			t.Errorf("%s: schema is not a JSON object schema: %v", wt.Name(), err)
 		}
 		for _, r := range schema.Required {
 			if _, ok := schema.Properties[r]; !ok {
-				t.Errorf("%s: required %q is not a property", tool.Name(), r)
+				t.Errorf("%s: required %q is not a property", wt.Name(), r)
 			}
 		}
 	}
