@@ -1,0 +1,29 @@
+// Package control holds the contracts of the runner's control tools:
+// update_plan and message, which talk to the thread that started the run;
+// schedule_create, schedule_list, schedule_update, schedule_delete and
+// cron_run, which plan the fleet's later runs; and the six child-agent
+// tools spawn_agent, delegate_agent, wait_agent, inspect_agent,
+// interrupt_agent and list_agents.
+//
+// Each tool is one file: its argument struct, whose json tags are the
+// argument names of the design's public edges, and its tool.Spec, made by
+// tool.Define from the struct, the rules the specification fixes and a
+// model-facing description embedded from the .txt file beside it. The
+// description's figures (8 message lines, 32 schedules, 4 children, …) and
+// error codes are rendered from the constants of store and fault, so the
+// model is told exactly what the store enforces.
+//
+// These tools execute in the runner λ, not in the sandbox or the webtools
+// λ. Their implementations come with the runner and are not built yet:
+// Specs gives the contracts, and Tools gives each wrapped with
+// tool.Unbuilt, whose Run checks the arguments and then answers with an
+// error result saying that the tool is not available in this version.
+//
+// Some limits cannot be rules of the argument check, because the check
+// counts characters or sees one argument at a time; the tools apply them
+// when they are built: message's MaxMessageBytes (bytes, not characters),
+// update_plan's single in_progress step, schedule_update's "at least one
+// change".
+//
+// The package is cgo-free.
+package control

@@ -1,0 +1,45 @@
+package control
+
+import (
+	_ "embed"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed message.txt
+var messageDescription string
+
+// The limits of message beside store.MaxMessageLines.
+const (
+	// MaxMessageBytes is the longest line message posts, in bytes of UTF-8.
+	MaxMessageBytes = 4096
+	// MessageDeliveryTimeout is how long message waits for Slack to take a
+	// line; a line not taken by then is reported as not delivered.
+	MessageDeliveryTimeout = 12 * time.Second
+)
+
+// MessageArgs are message's arguments.
+type MessageArgs struct {
+	// Text is the line to post, plain text.
+	Text string `json:"text"`
+}
+
+// MessageSpec is message: it posts one line to the Slack thread that
+// started the run. The argument check refuses a blank text; the cap of
+// MaxMessageBytes is in bytes, which tool.MaxLen (characters) cannot
+// state, so the tool checks it when built.
+var MessageSpec = tool.Define[MessageArgs](tool.About{
+	Name:        "message",
+	Description: messageDescription,
+	Rules:       tool.Rules{"text": tool.NotBlank()},
+	Values: map[string]any{
+		"MaxLines":        store.MaxMessageLines,
+		"MaxBytes":        MaxMessageBytes,
+		"DeliverySeconds": int(MessageDeliveryTimeout / time.Second),
+		"CapCode":         fault.RunMessageCap.ID(),
+		"NoThreadCode":    fault.RunNoThread.ID(),
+	},
+})

@@ -1,0 +1,25 @@
+package control
+
+import (
+	_ "embed"
+
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+//go:embed schedule_list.txt
+var scheduleListDescription string
+
+// ScheduleListArgs are schedule_list's arguments: none.
+type ScheduleListArgs struct{}
+
+// ScheduleListSpec is schedule_list: it lists the fleet's schedules, those
+// of people and of the fleet together.
+var ScheduleListSpec = tool.Define[ScheduleListArgs](tool.About{
+	Name:        "schedule_list",
+	Description: scheduleListDescription,
+	Values: map[string]any{
+		"MaxSchedules":      store.MaxSchedules,
+		"MaxFleetSchedules": store.MaxFleetSchedules,
+	},
+})
