@@ -1,3 +1,5 @@
+//go:build linux
+
 package confine
 
 // The trampoline itself is C (trampoline.c), run as an ELF constructor
