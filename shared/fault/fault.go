@@ -1,5 +1,6 @@
-// Package fault holds agentsfleet's product error codes, the ones the
-// specification names (UZ-SCHED-009, child_cap_reached, …), in one place.
+// Package fault holds agentsfleet's product error codes in one place: the
+// ones the specification names (UZ-SCHED-009, child_cap_reached, …) and the
+// ones agentsfleet adds in the same style. [Code.FromSpec] tells them apart.
 //
 // A code is a comparable value that is also an error, so callers match with
 // errors.Is whatever wraps it:
@@ -8,67 +9,98 @@
 //	errors.Is(err, fault.SchedFleetCap) // true
 //
 // Wrap a code with New to add a message the user sees; errors.Is still
-// matches the code and errors.As finds the *Error. HTTP statuses are
-// attached here so that the edge (API, Slack) maps codes in one way.
+// matches the code and errors.As finds the *Error. A code carries no HTTP
+// status: the edge maps codes to statuses (package api, Status).
 package fault
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 )
 
 // Code is a product error code. The zero Code is not a valid code.
 type Code struct {
-	id     string
-	status int
-	text   string
+	id       string
+	text     string
+	fromSpec bool
 }
 
 // ID is the code as the specification writes it, such as "UZ-SCHED-009".
 func (c Code) ID() string { return c.id }
 
-// HTTPStatus is the status the API answers with for this code.
-func (c Code) HTTPStatus() int { return c.status }
+// FromSpec reports whether the specification names this code; the others
+// are agentsfleet's own.
+func (c Code) FromSpec() bool { return c.fromSpec }
 
 // Error returns "ID: text".
 func (c Code) Error() string { return c.id + ": " + c.text }
 
-// The codes. The texts say what went wrong in the user's terms.
+// Codes returns every code the package declares, in the order declared.
+func Codes() []Code { return slices.Clone(all) }
+
+// all is every code, filled as the declarations below run.
+var all []Code
+
+func declare(c Code) Code {
+	all = append(all, c)
+	return c
+}
+
+// specCode declares a code the specification names; ownCode one it does not.
+func specCode(id, text string) Code { return declare(Code{id: id, text: text, fromSpec: true}) }
+func ownCode(id, text string) Code  { return declare(Code{id: id, text: text}) }
+
+// The codes the specification names, in its sections on child agents and
+// limits. The texts, here and below, say what went wrong in the user's terms.
 var (
 	// Schedules.
-	SchedFleetCap    = Code{"UZ-SCHED-009", http.StatusConflict, "a fleet can create at most 16 schedules itself"}
-	SchedPersonOwns  = Code{"UZ-SCHED-010", http.StatusForbidden, "a schedule a person created can only be changed or deleted by a person"}
-	SchedNotRunnable = Code{"UZ-SCHED-011", http.StatusConflict, "cron_run cannot run a paused schedule, a schedule being removed, or from a run a schedule started"}
-	SchedTotalCap    = Code{"UZ-SCHED-008", http.StatusConflict, "a fleet can hold at most 32 schedules"}
-	SchedNotFound    = Code{"UZ-SCHED-404", http.StatusNotFound, "no such schedule"}
+	SchedFleetCap    = specCode("UZ-SCHED-009", "a fleet can create at most 16 schedules itself")
+	SchedPersonOwns  = specCode("UZ-SCHED-010", "a schedule a person created can only be changed or deleted by a person")
+	SchedNotRunnable = specCode("UZ-SCHED-011", "cron_run cannot run a paused schedule, a schedule being removed, or from a run a schedule started")
 
-	// Fleets and agents.
-	FleetPaused   = Code{"UZ-AGT-012", http.StatusConflict, "the fleet is paused"}
-	FleetNotFound = Code{"UZ-AGT-404", http.StatusNotFound, "no such fleet"}
-	FleetExists   = Code{"UZ-AGT-409", http.StatusConflict, "a fleet with that name already exists"}
+	// Fleets.
+	FleetPaused = specCode("UZ-AGT-012", "the fleet is paused")
 
 	// Runs.
-	RunNoThread      = Code{"UZ-RUN-019", http.StatusConflict, "this run has no Slack thread: it was started from the API, a webhook or a schedule"}
-	RunMessageCap    = Code{"UZ-RUN-020", http.StatusConflict, "a run can post at most 8 message lines"}
-	RunNotFound      = Code{"UZ-RUN-404", http.StatusNotFound, "no such run"}
-	RunBadTransition = Code{"UZ-RUN-409", http.StatusConflict, "the run cannot move to that status from its current one"}
-	RunLeaseHeld     = Code{"UZ-RUN-423", http.StatusLocked, "another runner holds the run's lease"}
-	RunBudgetSpent   = Code{"UZ-RUN-402", http.StatusPaymentRequired, "the run's budget is spent"}
+	RunNoThread   = specCode("UZ-RUN-019", "this run has no Slack thread: it was started from the API, a webhook or a schedule")
+	RunMessageCap = specCode("UZ-RUN-020", "a run can post at most 8 message lines")
 
 	// Child agents (the specification writes these in lower case).
-	ChildCapReached  = Code{"child_cap_reached", http.StatusConflict, "a run has at most 4 children working at once and starts at most 16 in all"}
-	ChildToolNotHeld = Code{"child_tool_not_held", http.StatusForbidden, "a child can only hold tools its parent holds"}
-	ChildNotFound    = Code{"child_not_found", http.StatusNotFound, "this run never issued that child_id"}
-	ChildDepth       = Code{"child_depth_reached", http.StatusConflict, "child agents nest two levels deep"}
+	ChildCapReached  = specCode("child_cap_reached", "a run has at most 4 children working at once and starts at most 16 in all")
+	ChildToolNotHeld = specCode("child_tool_not_held", "a child can only hold tools its parent holds")
+	ChildNotFound    = specCode("child_not_found", "this run never issued that child_id")
+)
 
-	// Definitions.
-	DefinitionInvalid = Code{"UZ-DEF-400", http.StatusBadRequest, "the Definition is not valid"}
-	ScopeMissing      = Code{"UZ-KEY-403", http.StatusForbidden, "the API key lacks a scope the Definition's tools need"}
-	RevisionNotFound  = Code{"UZ-DEF-404", http.StatusNotFound, "no such Definition revision"}
+// agentsfleet's own codes, in the specification's style. Some name a limit
+// the specification states without a code (32 schedules in all, two levels
+// of children). UZ-RUN-402 (examples/reference.toml) and UZ-KEY-403 (the
+// scopes of DESIGN.md) are among them: the specification names neither.
+var (
+	// Schedules.
+	SchedTotalCap = ownCode("UZ-SCHED-008", "a fleet can hold at most 32 schedules")
+	SchedNotFound = ownCode("UZ-SCHED-404", "no such schedule")
+
+	// Fleets.
+	FleetNotFound = ownCode("UZ-AGT-404", "no such fleet")
+	FleetExists   = ownCode("UZ-AGT-409", "a fleet with that name already exists")
+
+	// Runs.
+	RunNotFound      = ownCode("UZ-RUN-404", "no such run")
+	RunBadTransition = ownCode("UZ-RUN-409", "the run cannot move to that status from its current one")
+	RunLeaseHeld     = ownCode("UZ-RUN-423", "another runner holds the run's lease")
+	RunBudgetSpent   = ownCode("UZ-RUN-402", "the run's budget is spent")
+
+	// Child agents.
+	ChildDepth = ownCode("child_depth_reached", "child agents nest two levels deep")
+
+	// Definitions and keys.
+	DefinitionInvalid = ownCode("UZ-DEF-400", "the Definition is not valid")
+	ScopeMissing      = ownCode("UZ-KEY-403", "the API key lacks a scope the Definition's tools need")
+	RevisionNotFound  = ownCode("UZ-DEF-404", "no such Definition revision")
 
 	// Requests: an argument the caller can fix (wrap with New to say which).
-	RequestInvalid = Code{"UZ-REQ-400", http.StatusBadRequest, "the request is not valid"}
+	RequestInvalid = ownCode("UZ-REQ-400", "the request is not valid")
 )
 
 // Error is a code with a message of its own.
