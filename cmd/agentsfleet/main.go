@@ -1,5 +1,6 @@
-// Command agentsfleet is the operator CLI: it checks Definitions, creates the
-// DynamoDB table, and runs the local stack (`agentsfleet dev`).
+// Command agentsfleet is the operator CLI: it checks Definitions, lists the
+// tools, creates the DynamoDB table, and runs the local stack
+// (`agentsfleet dev`).
 package main
 
 import (
@@ -16,8 +17,11 @@ const usage = `usage: agentsfleet COMMAND [ARGS]
 
 commands:
   validate FILE...        check fleet Definitions (.toml or .json); prints each one's hash
+  tools [--output json] [TOOL...]
+                          list the tools: where each runs, its scope, description and schema
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
-  dev [--addr HOST:PORT]  run the product on this machine against moto (or AWS_ENDPOINT_URL)
+  dev [--sandbox-addr HOST:PORT] [--state DIR] [--table NAME]
+                          run the product on this machine against moto (or AWS_ENDPOINT_URL)
 `
 
 // errUsage marks a mistake in the command line: exit status 2.
@@ -45,6 +49,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "validate":
 		return validate(args[1:], stdout)
+	case "tools":
+		return tools(args[1:], stdout)
 	case "table":
 		return table(ctx, args[1:], stdout)
 	case "dev":
