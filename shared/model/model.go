@@ -1,0 +1,183 @@
+// Package model is the one interface agentsfleet's runner talks to a model
+// through, whatever serves it: Amazon Bedrock's Converse API
+// (model/bedrock, the default on AWS), Anthropic's Messages API
+// (model/anthropic), any OpenAI-compatible Chat Completions server
+// (model/openai), or a script replayed for demos and tests
+// (model/scripted). Settings picks one from the environment.
+//
+// A conversation is provider-neutral: messages of text, tool calls and tool
+// results. Each provider translates it to its own wire form and back, and
+// reports token usage. Errors carry whether a retry may succeed (rate
+// limits, overload, 5xx), and WithRetry retries those with backoff inside
+// the caller's deadline.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Model answers a conversation. Implementations are safe for concurrent
+// use.
+type Model interface {
+	// Converse sends req and returns the model's answer: one assistant
+	// message, which may ask for tool calls. Text is also passed to
+	// req.OnText as it arrives, where the provider streams. A failure is an
+	// *Error (or wraps one) saying whether a retry may succeed.
+	Converse(ctx context.Context, req Request) (Response, error)
+}
+
+// Role says who wrote a message.
+type Role string
+
+// The roles of a conversation. Tool results travel in user messages, as
+// both Bedrock and Anthropic want them; providers that want a role of their
+// own for them (OpenAI's "tool") translate.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Message is one turn of the conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content []Part `json:"content"`
+}
+
+// Part is one piece of a message: exactly one of its fields is set.
+type Part struct {
+	Text       string      `json:"text,omitempty"`
+	ToolCall   *ToolCall   `json:"tool_call,omitempty"`
+	ToolResult *ToolResult `json:"tool_result,omitempty"`
+}
+
+// ToolCall is the model asking for one tool call. ID is the provider's id
+// for it, which the result must echo.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResult answers the ToolCall whose ID is CallID.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Output  string `json:"output"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Tool is a tool offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments object.
+	Schema json.RawMessage
+}
+
+// Request is one call to the model.
+type Request struct {
+	// Model is the provider's model id (the Definition's model, or the
+	// deployment's default).
+	Model string
+	// System is the system prompt: the fleet's instructions and the run's
+	// context.
+	System string
+	// Messages is the conversation so far; it starts with a user message.
+	Messages []Message
+	// Tools are the tools the model may call; none means it can only answer.
+	Tools []Tool
+	// MaxTokens caps the answer's output tokens; 0 means the provider's
+	// default (Settings.MaxTokens).
+	MaxTokens int
+	// OnText, when set, receives the answer's text as it streams. It is
+	// called from the goroutine that called Converse.
+	OnText func(delta string)
+}
+
+// StopReason says why the model stopped.
+type StopReason string
+
+// The stop reasons every provider's is mapped to.
+const (
+	StopEndTurn   StopReason = "end_turn"   // the answer is complete
+	StopToolUse   StopReason = "tool_use"   // the answer asks for tool calls
+	StopMaxTokens StopReason = "max_tokens" // the answer was cut at MaxTokens
+	StopOther     StopReason = "other"      // a refusal, a content filter, …
+)
+
+// Response is the model's answer.
+type Response struct {
+	// Message is the assistant message: text, tool calls or both.
+	Message Message
+	Stop    StopReason
+	Usage   Usage
+}
+
+// Usage is what a call cost, in tokens.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
+
+// Text returns the message's text parts joined.
+func (m Message) Text() string {
+	var s string
+	for _, p := range m.Content {
+		s += p.Text
+	}
+	return s
+}
+
+// ToolCalls returns the message's tool calls, in order.
+func (m Message) ToolCalls() []ToolCall {
+	var calls []ToolCall
+	for _, p := range m.Content {
+		if p.ToolCall != nil {
+			calls = append(calls, *p.ToolCall)
+		}
+	}
+	return calls
+}
+
+// Error is a failed model call.
+type Error struct {
+	// Provider is "bedrock", "anthropic", "openai" or "scripted".
+	Provider string
+	// Status is the HTTP status, when there was one.
+	Status int
+	// Message is the provider's own message, for the run's error.
+	Message string
+	// Retryable is true for rate limits, overload and server errors, which
+	// a later attempt may get past.
+	Retryable bool
+	// RetryAfter is how long the provider asked to wait, if it said.
+	RetryAfter time.Duration
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("%s model: %d: %s", e.Provider, e.Status, msg)
+	}
+	return fmt.Sprintf("%s model: %s", e.Provider, msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is a model error a retry may get past.
+func IsRetryable(err error) bool {
+	var me *Error
+	return errors.As(err, &me) && me.Retryable
+}
