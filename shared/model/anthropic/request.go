@@ -1,0 +1,146 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/agentsfleet/agentsfleet/shared/model"
+)
+
+// newParams translates req into the Messages API's request.
+func newParams(req model.Request) (sdk.MessageNewParams, error) {
+	if req.Model == "" {
+		return sdk.MessageNewParams{}, errors.New("no model id in the request")
+	}
+	maxTokens := int64(req.MaxTokens)
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	msgs, err := messages(req.Messages)
+	if err != nil {
+		return sdk.MessageNewParams{}, err
+	}
+	params := sdk.MessageNewParams{
+		Model:     sdk.Model(req.Model),
+		MaxTokens: maxTokens,
+		Messages:  msgs,
+	}
+	if req.System != "" {
+		params.System = []sdk.TextBlockParam{{Text: req.System}}
+	}
+	for _, t := range req.Tools {
+		tool, err := toolParam(t)
+		if err != nil {
+			return sdk.MessageNewParams{}, err
+		}
+		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: tool})
+	}
+	return params, nil
+}
+
+// messages translates the conversation. Consecutive messages of one role
+// become one message, so that the results of one turn's tool calls travel
+// together in one user message, as the API wants. Within a user message the
+// tool_result blocks come first, in order, then any text: the API refuses
+// text before a tool result. Empty text parts and messages left empty are
+// dropped, since the API refuses empty text blocks and empty messages.
+func messages(in []model.Message) ([]sdk.MessageParam, error) {
+	type turn struct {
+		role    model.Role
+		results []sdk.ContentBlockParamUnion
+		blocks  []sdk.ContentBlockParamUnion
+	}
+	var turns []*turn
+	for i, m := range in {
+		if m.Role != model.User && m.Role != model.Assistant {
+			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+		if len(turns) == 0 || turns[len(turns)-1].role != m.Role {
+			turns = append(turns, &turn{role: m.Role})
+		}
+		t := turns[len(turns)-1]
+		for j, p := range m.Content {
+			switch {
+			case p.ToolResult != nil:
+				if m.Role != model.User {
+					return nil, fmt.Errorf("message %d part %d: a tool result in an %s message", i, j, m.Role)
+				}
+				t.results = append(t.results, toolResult(*p.ToolResult))
+			case p.ToolCall != nil:
+				if m.Role != model.Assistant {
+					return nil, fmt.Errorf("message %d part %d: a tool call in a %s message", i, j, m.Role)
+				}
+				args, err := arguments(p.ToolCall.Arguments)
+				if err != nil {
+					return nil, fmt.Errorf("message %d part %d: tool call %s: %w", i, j, p.ToolCall.ID, err)
+				}
+				t.blocks = append(t.blocks, sdk.NewToolUseBlock(p.ToolCall.ID, args, p.ToolCall.Name))
+			case p.Text != "":
+				t.blocks = append(t.blocks, sdk.NewTextBlock(p.Text))
+			}
+		}
+	}
+	out := make([]sdk.MessageParam, 0, len(turns))
+	for _, t := range turns {
+		content := append(t.results, t.blocks...)
+		switch {
+		case len(content) == 0:
+		case t.role == model.User:
+			out = append(out, sdk.NewUserMessage(content...))
+		default:
+			out = append(out, sdk.NewAssistantMessage(content...))
+		}
+	}
+	return out, nil
+}
+
+// toolResult is the tool_result block for r. An empty output sends no
+// content, since the API refuses an empty text block.
+func toolResult(r model.ToolResult) sdk.ContentBlockParamUnion {
+	block := sdk.ToolResultBlockParam{
+		ToolUseID: r.CallID,
+		IsError:   sdk.Bool(r.IsError),
+	}
+	if r.Output != "" {
+		block.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: r.Output}}}
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: &block}
+}
+
+// arguments is a tool call's input as the API wants it: a JSON object, {}
+// when the call had none.
+func arguments(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("arguments are not valid JSON")
+	}
+	return raw, nil
+}
+
+// toolParam offers t with its schema sent as it is: every keyword of it
+// ($defs, additionalProperties, …), not only the properties and required
+// that the SDK's ToolInputSchemaParam names.
+func toolParam(t model.Tool) (*sdk.ToolParam, error) {
+	schema := t.Schema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("tool %s: schema is not a JSON object", t.Name)
+	}
+	tool := &sdk.ToolParam{
+		Name:        t.Name,
+		InputSchema: param.Override[sdk.ToolInputSchemaParam](schema),
+	}
+	if t.Description != "" {
+		tool.Description = sdk.String(t.Description)
+	}
+	return tool, nil
+}

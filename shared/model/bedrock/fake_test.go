@@ -1,0 +1,259 @@
+package bedrock_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/agentsfleet/agentsfleet/shared/model/bedrock"
+)
+
+// fake is a local Bedrock runtime endpoint: it answers
+// POST /model/{modelId}/converse-stream with the next of its replies,
+// framed with the SDK's own event-stream encoder, and keeps what each
+// request carried.
+type fake struct {
+	t   *testing.T
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	replies  []reply
+	received []received
+}
+
+// reply is one answer of the fake: an error response (status ≠ 0) or a
+// 200 event stream of frames, gap apart, then tail's raw bytes. With
+// stall, nothing is sent until the client goes away; with hold, the
+// stream stays open after the frames until then.
+type reply struct {
+	status  int
+	errType string // X-Amzn-ErrorType
+	body    string
+	header  map[string]string
+	frames  []frame
+	gap     time.Duration
+	tail    []byte
+	stall   bool
+	hold    bool
+}
+
+// frame is one event-stream message: an event or an exception.
+type frame struct {
+	messageType string // "event" or "exception"
+	typ         string // :event-type or :exception-type
+	payload     string
+}
+
+// received is what one request carried.
+type received struct {
+	modelID string
+	header  http.Header
+	body    []byte
+}
+
+func (fr frame) message() eventstream.Message {
+	var msg eventstream.Message
+	msg.Headers.Set(":message-type", eventstream.StringValue(fr.messageType))
+	if fr.messageType == "exception" {
+		msg.Headers.Set(":exception-type", eventstream.StringValue(fr.typ))
+	} else {
+		msg.Headers.Set(":event-type", eventstream.StringValue(fr.typ))
+	}
+	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+	msg.Payload = []byte(fr.payload)
+	return msg
+}
+
+// cut is the first n bytes of fr's encoding: a frame the connection lost
+// the rest of.
+func cut(fr frame, n int) []byte {
+	var buf bytes.Buffer
+	if err := eventstream.NewEncoder().Encode(&buf, fr.message()); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()[:n]
+}
+
+func event(typ, payload string) frame     { return frame{"event", typ, payload} }
+func exception(typ, payload string) frame { return frame{"exception", typ, payload} }
+
+// The events of a Bedrock answer, as Bedrock writes them (with the "p"
+// padding field it adds to hide the length of the content).
+func messageStart() frame { return event("messageStart", `{"p":"abcdefgh","role":"assistant"}`) }
+func textDelta(index int, text string) frame {
+	return event("contentBlockDelta", `{"contentBlockIndex":`+itoa(index)+`,"delta":{"text":`+quote(text)+`},"p":"abcd"}`)
+}
+func toolStart(index int, id, name string) frame {
+	return event("contentBlockStart", `{"contentBlockIndex":`+itoa(index)+`,"p":"ab","start":{"toolUse":{"name":`+quote(name)+`,"toolUseId":`+quote(id)+`}}}`)
+}
+func toolDelta(index int, input string) frame {
+	return event("contentBlockDelta", `{"contentBlockIndex":`+itoa(index)+`,"delta":{"toolUse":{"input":`+quote(input)+`}},"p":"abc"}`)
+}
+func blockStop(index int) frame {
+	return event("contentBlockStop", `{"contentBlockIndex":`+itoa(index)+`,"p":"abcdef"}`)
+}
+func messageStop(reason string) frame {
+	return event("messageStop", `{"p":"abcdefghij","stopReason":`+quote(reason)+`}`)
+}
+func metadata(in, out int) frame {
+	return event("metadata", `{"metrics":{"latencyMs":421},"p":"a","usage":{"inputTokens":`+itoa(in)+`,"outputTokens":`+itoa(out)+`,"totalTokens":`+itoa(in+out)+`}}`)
+}
+
+// textAnswer is a whole answer of one text block in the given chunks.
+func textAnswer(chunks ...string) []frame {
+	frames := []frame{messageStart()}
+	for _, c := range chunks {
+		frames = append(frames, textDelta(0, c))
+	}
+	return append(frames, blockStop(0), messageStop("end_turn"), metadata(10, 5))
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// newFake starts a fake answering with replies in turn, and a Model
+// pointed at it with static credentials.
+func newFake(t *testing.T, replies ...reply) (*fake, *bedrock.Model) {
+	t.Helper()
+	f := startFake(t, replies...)
+	return f, bedrock.New(testConfig(), bedrock.WithBaseEndpoint(f.srv.URL))
+}
+
+// startFake starts a fake answering with replies in turn.
+func startFake(t *testing.T, replies ...reply) *fake {
+	t.Helper()
+	return serveFake(t, httptest.NewServer, replies)
+}
+
+// startTLSFake is startFake over HTTPS; f.srv.Client() trusts it.
+func startTLSFake(t *testing.T, replies ...reply) *fake {
+	t.Helper()
+	return serveFake(t, httptest.NewTLSServer, replies)
+}
+
+func serveFake(t *testing.T, start func(http.Handler) *httptest.Server, replies []reply) *fake {
+	f := &fake{t: t, replies: replies}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /model/{modelId}/converse-stream", f.serve)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("fake: unexpected %s %s", r.Method, r.URL.EscapedPath())
+		http.Error(w, "no such route", http.StatusNotFound)
+	})
+	f.srv = start(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func testConfig() aws.Config {
+	return aws.Config{
+		Region:      "us-west-2",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "test-secret", ""),
+	}
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		f.t.Errorf("fake: read body: %v", err)
+	}
+	f.checkRequest(r, body)
+
+	f.mu.Lock()
+	f.received = append(f.received, received{modelID: r.PathValue("modelId"), header: r.Header.Clone(), body: body})
+	if len(f.replies) == 0 {
+		f.mu.Unlock()
+		f.t.Errorf("fake: request %d has no reply", len(f.received))
+		http.Error(w, "no reply", http.StatusTeapot)
+		return
+	}
+	rep := f.replies[0]
+	f.replies = f.replies[1:]
+	f.mu.Unlock()
+
+	if rep.stall {
+		<-r.Context().Done()
+		return
+	}
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	if rep.status != 0 {
+		if rep.errType != "" {
+			w.Header().Set("X-Amzn-ErrorType", rep.errType)
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(rep.status)
+		io.WriteString(w, rep.body)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.Header().Set("X-Amzn-Requestid", "fake-request-id")
+	w.WriteHeader(http.StatusOK)
+	flusher := w.(http.Flusher)
+	flusher.Flush()
+	enc := eventstream.NewEncoder()
+	for i, fr := range rep.frames {
+		if i > 0 && rep.gap > 0 {
+			time.Sleep(rep.gap)
+		}
+		if err := enc.Encode(w, fr.message()); err != nil {
+			return // the client went away
+		}
+		flusher.Flush()
+	}
+	if len(rep.tail) > 0 {
+		w.Write(rep.tail)
+		flusher.Flush()
+	}
+	if rep.hold {
+		<-r.Context().Done()
+	}
+}
+
+// checkRequest checks what every ConverseStream request must carry.
+func (f *fake) checkRequest(r *http.Request, body []byte) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		f.t.Errorf("fake: Content-Type = %q, want application/json", ct)
+	}
+	auth := r.Header.Get("Authorization")
+	if os.Getenv("AWS_BEARER_TOKEN_BEDROCK") == "" {
+		// SigV4 with the test's key, for bedrock in the test's region.
+		if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(auth, "/us-west-2/bedrock/aws4_request") {
+			f.t.Errorf("fake: Authorization = %q, want a SigV4 signature for bedrock in us-west-2", auth)
+		}
+	}
+	if !json.Valid(body) {
+		f.t.Errorf("fake: body is not JSON: %s", body)
+	}
+}
+
+// requests returns what the fake has received so far.
+func (f *fake) requests() []received {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]received(nil), f.received...)
+}
+
+// only returns the one request the fake received.
+func (f *fake) only() received {
+	f.t.Helper()
+	got := f.requests()
+	if len(got) != 1 {
+		f.t.Fatalf("fake received %d requests, want 1", len(got))
+	}
+	return got[0]
+}

@@ -1,0 +1,176 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithydocument "github.com/aws/smithy-go/document"
+
+	"github.com/agentsfleet/agentsfleet/shared/model"
+)
+
+// converseInput translates req into the SDK's input. A request that cannot
+// be sent (no model id, a role Bedrock does not know, arguments or a schema
+// that are not a JSON object) is a *model.Error that no retry gets past.
+func converseInput(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
+	if req.Model == "" {
+		return nil, requestError("no model id")
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	in := &bedrockruntime.ConverseStreamInput{
+		ModelId:         aws.String(req.Model),
+		InferenceConfig: &types.InferenceConfiguration{MaxTokens: aws.Int32(int32(min(maxTokens, math.MaxInt32)))},
+	}
+	if req.System != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
+	}
+	for i, msg := range req.Messages {
+		m, err := message(msg)
+		if err != nil {
+			return nil, requestError(fmt.Sprintf("message %d: %v", i, err))
+		}
+		in.Messages = append(in.Messages, m)
+	}
+	if len(req.Tools) > 0 {
+		tc := &types.ToolConfiguration{}
+		for _, t := range req.Tools {
+			schema := t.Schema
+			if len(bytes.TrimSpace(schema)) == 0 {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			doc, err := jsonObject(schema)
+			if err != nil {
+				return nil, requestError(fmt.Sprintf("tool %s: schema: %v", t.Name, err))
+			}
+			spec := types.ToolSpecification{
+				Name:        aws.String(t.Name),
+				InputSchema: &types.ToolInputSchemaMemberJson{Value: doc},
+			}
+			if t.Description != "" {
+				spec.Description = aws.String(t.Description)
+			}
+			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+		}
+		in.ToolConfig = tc
+	}
+	return in, nil
+}
+
+// Bedrock refuses blank text, in a message or a tool result, and a message
+// with no content; a conversation holding one would fail on every later
+// call. So blank text parts are left out, and these stand in where nothing
+// would be left.
+const (
+	emptyMessage = "(empty)"
+	emptyOutput  = "(no output)"
+)
+
+// message translates one turn.
+func message(msg model.Message) (types.Message, error) {
+	var out types.Message
+	switch msg.Role {
+	case model.User:
+		out.Role = types.ConversationRoleUser
+	case model.Assistant:
+		out.Role = types.ConversationRoleAssistant
+	default:
+		return out, fmt.Errorf("unknown role %q", msg.Role)
+	}
+	for _, p := range msg.Content {
+		switch {
+		case p.ToolCall != nil:
+			args := p.ToolCall.Arguments
+			if len(bytes.TrimSpace(args)) == 0 {
+				args = json.RawMessage(`{}`)
+			}
+			doc, err := jsonObject(args)
+			if err != nil {
+				return out, fmt.Errorf("tool call %s: arguments: %v", p.ToolCall.ID, err)
+			}
+			out.Content = append(out.Content, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+				ToolUseId: aws.String(p.ToolCall.ID),
+				Name:      aws.String(p.ToolCall.Name),
+				Input:     doc,
+			}})
+		case p.ToolResult != nil:
+			status := types.ToolResultStatusSuccess
+			if p.ToolResult.IsError {
+				status = types.ToolResultStatusError
+			}
+			output := p.ToolResult.Output
+			if strings.TrimSpace(output) == "" {
+				output = emptyOutput
+			}
+			out.Content = append(out.Content, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+				ToolUseId: aws.String(p.ToolResult.CallID),
+				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: output}},
+				Status:    status,
+			}})
+		case strings.TrimSpace(p.Text) != "":
+			out.Content = append(out.Content, &types.ContentBlockMemberText{Value: p.Text})
+		}
+	}
+	if len(out.Content) == 0 {
+		out.Content = []types.ContentBlock{&types.ContentBlockMemberText{Value: emptyMessage}}
+	}
+	return out, nil
+}
+
+// jsonObject decodes raw, which must be one JSON object, into a document
+// the SDK serializes faithfully. The SDK's document encoder writes Go values
+// by reflection: a json.RawMessage would go out as an array of bytes and a
+// json.Number as a string, so numbers become smithy document.Numbers (their
+// literal kept). Object keys go out sorted, whatever their order in raw.
+func jsonObject(raw json.RawMessage) (document.Interface, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("not one JSON value")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	doc := document.NewLazyDocument(numbers(v))
+	// The SDK drops the encoder's error and writes nothing in the value's
+	// place (an empty object key does that), which Bedrock would refuse as
+	// a body that is not JSON; encode once here to say what is wrong.
+	if _, err := doc.MarshalSmithyDocument(); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// numbers replaces every json.Number in v with a document.Number.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return smithydocument.Number(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+func requestError(msg string) *model.Error {
+	return &model.Error{Provider: Provider, Message: "request: " + msg}
+}

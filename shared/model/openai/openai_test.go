@@ -1,0 +1,770 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/model"
+)
+
+// fake is a local Chat Completions server: it records every request and
+// answers with its handler, so the SDK's real HTTP and SSE code runs.
+type fake struct {
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	path   string
+	header http.Header
+	body   []byte
+}
+
+func newFake(t *testing.T, answer http.HandlerFunc) *fake {
+	t.Helper()
+	f := &fake{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.reqs = append(f.reqs, recorded{path: r.URL.Path, header: r.Header.Clone(), body: body})
+		f.mu.Unlock()
+		answer(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// model returns a Model pointed at the fake, with key as its API key.
+func (f *fake) model(t *testing.T, key string) *Model {
+	t.Helper()
+	m, err := New(Config{BaseURL: f.srv.URL + "/v1", APIKey: key, HTTPClient: f.srv.Client()})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return m
+}
+
+// count is how many requests the fake got.
+func (f *fake) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reqs)
+}
+
+// only returns the one request the fake got.
+func (f *fake) only(t *testing.T) recorded {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) != 1 {
+		t.Fatalf("got %d requests, want 1", len(f.reqs))
+	}
+	return f.reqs[0]
+}
+
+// sseFile answers with testdata/name, an event at a time, flushing each.
+func sseFile(t *testing.T, name string) http.HandlerFunc {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sse(strings.SplitAfter(string(b), "\n\n")...)
+}
+
+// sse answers with the given raw events.
+func sse(events ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range events {
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// chunk is one data event of a choice delta.
+func chunk(delta, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return fmt.Sprintf(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", delta, f)
+}
+
+func user(text string) model.Message {
+	return model.Message{Role: model.User, Content: []model.Part{{Text: text}}}
+}
+
+func TestConverseText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		fixture   string
+		wantUsage model.Usage
+	}{
+		{"text_openai.sse", model.Usage{InputTokens: 12, OutputTokens: 3}},                // usage in a last chunk without choices
+		{"text_vllm_continuous_usage.sse", model.Usage{InputTokens: 12, OutputTokens: 3}}, // usage on every chunk
+		{"text_no_usage.sse", model.Usage{}},                                              // a server that never reports it
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, sseFile(t, tt.fixture))
+			var deltas []string
+			resp, err := f.model(t, "").Converse(context.Background(), model.Request{
+				Model:    "m",
+				Messages: []model.Message{user("Say hello.")},
+				OnText:   func(d string) { deltas = append(deltas, d) },
+			})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			if want := []string{"Hel", "lo, ", "world."}; !reflect.DeepEqual(deltas, want) {
+				t.Errorf("OnText got %q, want %q", deltas, want)
+			}
+			want := model.Message{Role: model.Assistant, Content: []model.Part{{Text: "Hello, world."}}}
+			if !reflect.DeepEqual(resp.Message, want) {
+				t.Errorf("message got %+v, want %+v", resp.Message, want)
+			}
+			if resp.Stop != model.StopEndTurn {
+				t.Errorf("stop got %q, want %q", resp.Stop, model.StopEndTurn)
+			}
+			if resp.Usage != tt.wantUsage {
+				t.Errorf("usage got %+v, want %+v", resp.Usage, tt.wantUsage)
+			}
+			if got := f.only(t).path; got != "/v1/chat/completions" {
+				t.Errorf("path got %q, want /v1/chat/completions", got)
+			}
+		})
+	}
+}
+
+func TestConverseToolCalls(t *testing.T) {
+	t.Parallel()
+	want := model.Message{Role: model.Assistant, Content: []model.Part{
+		{Text: "Reading both."},
+		{ToolCall: &model.ToolCall{ID: "call_read1", Name: "read", Arguments: json.RawMessage(`{"path": "a.txt"}`)}},
+		{ToolCall: &model.ToolCall{ID: "call_list2", Name: "list", Arguments: json.RawMessage(`{"dir": "src"}`)}},
+	}}
+	tests := []struct {
+		fixture string
+		// Ollama sends each call whole, without an index, and finishes
+		// with "stop".
+		compact bool
+	}{
+		{"tools_openai.sse", false},
+		{"tools_ollama.sse", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, sseFile(t, tt.fixture))
+			resp, err := f.model(t, "").Converse(context.Background(), model.Request{
+				Model:    "m",
+				Messages: []model.Message{user("Look at a.txt and src.")},
+			})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			w := want
+			if tt.compact {
+				w.Content = []model.Part{
+					want.Content[0],
+					{ToolCall: &model.ToolCall{ID: "call_read1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)}},
+					{ToolCall: &model.ToolCall{ID: "call_list2", Name: "list", Arguments: json.RawMessage(`{"dir":"src"}`)}},
+				}
+			}
+			if !reflect.DeepEqual(resp.Message, w) {
+				t.Errorf("message got %s, want %s", mustJSON(t, resp.Message), mustJSON(t, w))
+			}
+			if resp.Stop != model.StopToolUse {
+				t.Errorf("stop got %q, want %q", resp.Stop, model.StopToolUse)
+			}
+			if want := (model.Usage{InputTokens: 80, OutputTokens: 41}); resp.Usage != want {
+				t.Errorf("usage got %+v, want %+v", resp.Usage, want)
+			}
+		})
+	}
+}
+
+func TestConverseArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, args string
+		want       string
+	}{
+		{"empty becomes an object", "", `{}`},
+		{"blank becomes an object", "  ", `{}`},
+		{"cut-off JSON is kept as text", `{"path": "a.t`, `"{\"path\": \"a.t"`},
+		{"an array is kept as text", `[1]`, `"[1]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args, _ := json.Marshal(tt.args)
+			f := newFake(t, sse(
+				chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"list_agents","arguments":`+string(args)+`}}]}`, ""),
+				chunk(`{}`, "tool_calls"),
+				"data: [DONE]\n\n",
+			))
+			resp, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("go")}})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			calls := resp.Message.ToolCalls()
+			if len(calls) != 1 {
+				t.Fatalf("got %d calls, want 1", len(calls))
+			}
+			if got := string(calls[0].Arguments); got != tt.want {
+				t.Errorf("arguments got %s, want %s", got, tt.want)
+			}
+			if !json.Valid(calls[0].Arguments) {
+				t.Errorf("arguments %s are not valid JSON", calls[0].Arguments)
+			}
+			// What goes back to the server next turn is what the model wrote.
+			wantBack := tt.args
+			if strings.TrimSpace(tt.args) == "" {
+				wantBack = "{}"
+			}
+			if got := argumentsText(calls[0].Arguments); got != wantBack {
+				t.Errorf("arguments sent back got %q, want %q", got, wantBack)
+			}
+		})
+	}
+}
+
+func TestConverseStopReasons(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		finish string
+		call   bool
+		want   model.StopReason
+	}{
+		{"stop", false, model.StopEndTurn},
+		{"length", false, model.StopMaxTokens},
+		{"tool_calls", true, model.StopToolUse},
+		{"stop", true, model.StopToolUse}, // calls finished with "stop" are still calls
+		{"length", true, model.StopMaxTokens},
+		{"content_filter", false, model.StopOther},
+		{"abort", false, model.StopOther},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s call=%v", tt.finish, tt.call), func(t *testing.T) {
+			t.Parallel()
+			delta := `{"content":"x"}`
+			if tt.call {
+				delta = `{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"read","arguments":"{}"}}]}`
+			}
+			f := newFake(t, sse(chunk(delta, ""), chunk(`{}`, tt.finish), "data: [DONE]\n\n"))
+			resp, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("go")}})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			if resp.Stop != tt.want {
+				t.Errorf("stop got %q, want %q", resp.Stop, tt.want)
+			}
+		})
+	}
+}
+
+func TestConverseSecondTurnRequest(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sseFile(t, "text_openai.sse"))
+	_, err := f.model(t, "").Converse(context.Background(), model.Request{
+		Model:     "gpt-4.1-mini",
+		System:    "You are terse.",
+		MaxTokens: 1000,
+		Tools: []model.Tool{
+			{Name: "read", Description: "Read a file.", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Path in the workdir."}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "list", Description: "List a directory.", Schema: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string"}}}`)},
+		},
+		Messages: []model.Message{
+			user("Look at a.txt and src."),
+			{Role: model.Assistant, Content: []model.Part{
+				{Text: "Reading both."},
+				{ToolCall: &model.ToolCall{ID: "call_read1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)}},
+				{ToolCall: &model.ToolCall{ID: "call_list2", Name: "list", Arguments: json.RawMessage(`{"dir":"src"}`)}},
+			}},
+			{Role: model.User, Content: []model.Part{
+				{ToolResult: &model.ToolResult{CallID: "call_read1", Name: "read", Output: "hello"}},
+				{ToolResult: &model.ToolResult{CallID: "call_list2", Name: "list", Output: "no such directory: src", IsError: true}},
+				{Text: "Be quick."},
+			}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	want, err := os.ReadFile(filepath.Join("testdata", "second_turn_request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.only(t).body
+	if !jsonEqual(t, got, want) {
+		t.Errorf("request body got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestConverseRequestDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		key      string
+		wantAuth string
+	}{
+		{"no key sends no Authorization", "", ""},
+		{"a key is a bearer token", "sk-test", "Bearer sk-test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, sseFile(t, "text_no_usage.sse"))
+			_, err := f.model(t, tt.key).Converse(context.Background(), model.Request{
+				Model:    "local-model",
+				Messages: []model.Message{user("hi")},
+				Tools:    []model.Tool{{Name: "list_agents", Description: "List child agents."}},
+			})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			req := f.only(t)
+			if got := req.header.Get("Authorization"); got != tt.wantAuth {
+				t.Errorf("Authorization got %q, want %q", got, tt.wantAuth)
+			}
+			if got := req.header.Get("X-Stainless-Retry-Count"); got != "0" {
+				t.Errorf("X-Stainless-Retry-Count got %q, want 0", got)
+			}
+			want := `{
+				"model": "local-model",
+				"max_tokens": 4096,
+				"stream": true,
+				"stream_options": {"include_usage": true},
+				"messages": [{"role": "user", "content": "hi"}],
+				"tools": [{"type": "function", "function": {"name": "list_agents", "description": "List child agents.",
+					"parameters": {"type": "object", "properties": {}}}}]
+			}`
+			if !jsonEqual(t, req.body, []byte(want)) {
+				t.Errorf("request body got\n%s\nwant\n%s", req.body, want)
+			}
+		})
+	}
+}
+
+// TestConverseOpenAIMaxCompletionTokens points the Model at OpenAI's host
+// name, dialled to the fake, to see it send max_completion_tokens there.
+func TestConverseOpenAIMaxCompletionTokens(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sseFile(t, "text_openai.sse"))
+	addr := f.srv.Listener.Addr().String()
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+	m, err := New(Config{BaseURL: "http://api.openai.com/v1", APIKey: "sk-test", HTTPClient: client})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if _, err := m.Converse(context.Background(), model.Request{Model: "gpt-5", Messages: []model.Message{user("hi")}, MaxTokens: 64}); err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(f.only(t).body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if got := body["max_completion_tokens"]; got != float64(64) {
+		t.Errorf("max_completion_tokens got %v, want 64", got)
+	}
+	if got, ok := body["max_tokens"]; ok {
+		t.Errorf("max_tokens got %v, want it absent", got)
+	}
+}
+
+func TestConverseErrors(t *testing.T) {
+	t.Parallel()
+	httpDate := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name           string
+		status         int
+		header         map[string]string
+		body           string
+		wantRetryable  bool
+		wantRetryAfter time.Duration // 0: none; -1: about 90 s
+		wantInError    string
+	}{
+		{
+			name:   "429 with Retry-After",
+			status: 429, header: map[string]string{"Retry-After": "7"},
+			body:          `{"error":{"message":"Rate limit reached for gpt-4.1-mini on tokens per min (TPM).","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			wantRetryable: true, wantRetryAfter: 7 * time.Second,
+			wantInError: "openai model: 429: Rate limit reached for gpt-4.1-mini",
+		},
+		{
+			name:   "429 with retry-after-ms",
+			status: 429, header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "2"},
+			body:          `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`,
+			wantRetryable: true, wantRetryAfter: 1500 * time.Millisecond,
+			wantInError: "slow down",
+		},
+		{
+			name:   "429 with an HTTP date",
+			status: 429, header: map[string]string{"Retry-After": httpDate},
+			body:          `{"error":{"message":"slow down"}}`,
+			wantRetryable: true, wantRetryAfter: -1,
+			wantInError: "slow down",
+		},
+		{
+			name:        "429 for a spent quota",
+			status:      429,
+			body:        `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			wantInError: "You exceeded your current quota",
+		},
+		{
+			name:          "500",
+			status:        500,
+			body:          `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
+			wantRetryable: true,
+			wantInError:   "openai model: 500: The server had an error",
+		},
+		{
+			name:          "503 in plain text",
+			status:        503,
+			body:          "upstream connect error or disconnect/reset before headers",
+			wantRetryable: true,
+			wantInError:   "503: upstream connect error",
+		},
+		{
+			name:          "529 overloaded",
+			status:        529,
+			body:          `{"error":{"message":"Overloaded","type":"overloaded_error"}}`,
+			wantRetryable: true,
+			wantInError:   "529: Overloaded",
+		},
+		{
+			name:          "408",
+			status:        408,
+			wantRetryable: true,
+			wantInError:   "408: Request Timeout",
+		},
+		{
+			name:        "400 with OpenAI's body",
+			status:      400,
+			body:        `{"error":{"message":"Invalid schema for function 'read': In context=(), 'required' is required to be supplied.","type":"invalid_request_error","param":"tools[0].function.parameters","code":"invalid_function_parameters"}}`,
+			wantInError: "openai model: 400: Invalid schema for function 'read'",
+		},
+		{
+			name:        "404 from Ollama",
+			status:      404,
+			body:        `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`,
+			wantInError: `404: model "llama9" not found, try pulling it first`,
+		},
+		{
+			name:        "400 with an error string",
+			status:      400,
+			body:        `{"error":"Unexpected endpoint or method. (POST /v1/chat/completions)"}`,
+			wantInError: "400: Unexpected endpoint or method.",
+		},
+		{
+			name:        "400 from an older vLLM",
+			status:      400,
+			body:        `{"object":"error","message":"This model's maximum context length is 8192 tokens.","type":"BadRequestError","param":null,"code":400}`,
+			wantInError: "400: This model's maximum context length is 8192 tokens.",
+		},
+		{
+			name:        "422 with a detail",
+			status:      422,
+			body:        `{"detail":"messages: field required"}`,
+			wantInError: "422: messages: field required",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				if strings.HasPrefix(tt.body, "{") {
+					w.Header().Set("Content-Type", "application/json")
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			})
+			_, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+			var me *model.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error got %v (%T), want a *model.Error", err, err)
+			}
+			if me.Provider != "openai" || me.Status != tt.status {
+				t.Errorf("provider, status got %q, %d, want openai, %d", me.Provider, me.Status, tt.status)
+			}
+			if me.Retryable != tt.wantRetryable {
+				t.Errorf("retryable got %v, want %v", me.Retryable, tt.wantRetryable)
+			}
+			switch {
+			case tt.wantRetryAfter < 0:
+				if me.RetryAfter < 80*time.Second || me.RetryAfter > 91*time.Second {
+					t.Errorf("retry after got %v, want about 90s", me.RetryAfter)
+				}
+			case me.RetryAfter != tt.wantRetryAfter:
+				t.Errorf("retry after got %v, want %v", me.RetryAfter, tt.wantRetryAfter)
+			}
+			if !strings.Contains(err.Error(), tt.wantInError) {
+				t.Errorf("error got %q, want it to contain %q", err, tt.wantInError)
+			}
+			if got := f.count(); got != 1 {
+				t.Errorf("got %d requests, want 1 (the SDK must not retry)", got)
+			}
+		})
+	}
+}
+
+func TestConverseStreamError(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sseFile(t, "stream_error.sse"))
+	_, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("error got %v (%T), want a *model.Error", err, err)
+	}
+	if !me.Retryable {
+		t.Errorf("retryable got false, want true for a 502 in the stream")
+	}
+	if want := "openai model: Provider returned error: overloaded"; err.Error() != want {
+		t.Errorf("error got %q, want %q", err, want)
+	}
+}
+
+func TestConverseTransportErrors(t *testing.T) {
+	t.Parallel()
+	t.Run("connection cut mid-stream", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			first := chunk(`{"content":"Hel"}`, "")
+			fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(first), first)
+			buf.Flush()
+		})
+		_, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+		if !model.IsRetryable(err) {
+			t.Errorf("error got %v, want a retryable one", err)
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.NotFoundHandler())
+		url := srv.URL
+		srv.Close()
+		m, err := New(Config{BaseURL: url + "/v1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+		if !model.IsRetryable(err) {
+			t.Errorf("error got %v, want a retryable one", err)
+		}
+	})
+	t.Run("not a stream", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+		})
+		_, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+		var me *model.Error
+		if !errors.As(err, &me) || me.Retryable || !errors.Is(err, errNoAnswer) {
+			t.Errorf("error got %v, want a non-retryable errNoAnswer", err)
+		}
+	})
+}
+
+func TestConverseCancelled(t *testing.T) {
+	t.Parallel()
+	t.Run("before the call", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, sseFile(t, "text_openai.sse"))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := f.model(t, "").Converse(ctx, model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+		if !errors.Is(err, context.Canceled) || model.IsRetryable(err) {
+			t.Errorf("error got %v, want context.Canceled, not retryable", err)
+		}
+	})
+	t.Run("mid-stream", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+			sse(chunk(`{"content":"Hel"}`, ""))(w, r)
+			<-r.Context().Done() // hold the stream open until the client goes
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err := f.model(t, "").Converse(ctx, model.Request{
+			Model:    "m",
+			Messages: []model.Message{user("hi")},
+			OnText:   func(string) { cancel() },
+		})
+		if !errors.Is(err, context.Canceled) || model.IsRetryable(err) {
+			t.Errorf("error got %v, want context.Canceled, not retryable", err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		t.Parallel()
+		f := newFake(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := f.model(t, "").Converse(ctx, model.Request{Model: "m", Messages: []model.Message{user("hi")}})
+		if !errors.Is(err, context.DeadlineExceeded) || model.IsRetryable(err) {
+			t.Errorf("error got %v, want context.DeadlineExceeded, not retryable", err)
+		}
+	})
+}
+
+func TestConverseBadConversation(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sseFile(t, "text_openai.sse"))
+	_, err := f.model(t, "").Converse(context.Background(), model.Request{
+		Model:    "m",
+		Messages: []model.Message{{Role: "system", Content: []model.Part{{Text: "x"}}}},
+	})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Retryable || !strings.Contains(err.Error(), `unknown role "system"`) {
+		t.Errorf("error got %v, want a non-retryable unknown-role error", err)
+	}
+	if n := f.count(); n != 0 {
+		t.Errorf("got %d requests, want none", n)
+	}
+}
+
+// TestNewIgnoresProcessEnvironment checks that only Config reaches the
+// wire: the SDK's NewClient would add OPENAI_* variables of the process.
+// It sets the environment, so it does not run in parallel.
+func TestNewIgnoresProcessEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_ORG_ID", "org-from-env")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Leak: yes")
+	f := newFake(t, sseFile(t, "text_no_usage.sse"))
+	if _, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi")}}); err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	h := f.only(t).header
+	for _, k := range []string{"Authorization", "OpenAI-Organization", "X-Leak"} {
+		if v := h.Get(k); v != "" {
+			t.Errorf("header %s got %q, want none", k, v)
+		}
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Config
+	}{
+		{"defaults", nil, Config{BaseURL: DefaultBaseURL}},
+		{"a local server", map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1"}, Config{BaseURL: "http://localhost:11434/v1"}},
+		{"a key", map[string]string{"OPENAI_API_KEY": "sk-x\n"}, Config{BaseURL: DefaultBaseURL, APIKey: "sk-x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := ConfigFromEnv(func(k string) string { return tt.env[k] })
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		base    string
+		wantErr bool
+	}{
+		{"", false},
+		{"http://127.0.0.1:8080/v1", false},
+		{"https://openrouter.ai/api/v1", false},
+		{"localhost:8080/v1", true},
+		{"/v1", true},
+		{"ftp://example.com/v1", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.base, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(Config{BaseURL: tt.base})
+			if (err != nil) != tt.wantErr {
+				t.Errorf("New(%q) error got %v, want error %v", tt.base, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		header map[string]string
+		want   time.Duration
+	}{
+		{nil, 0},
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
+		{map[string]string{"Retry-After": "-1"}, 0},
+		{map[string]string{"Retry-After": "soon"}, 0},
+		{map[string]string{"Retry-After": now.Add(time.Minute).Format(http.TimeFormat)}, time.Minute},
+		{map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
+		{map[string]string{"Retry-After-Ms": "250"}, 250 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		h := http.Header{}
+		for k, v := range tt.header {
+			h.Set(k, v)
+		}
+		if got := retryAfter(h, now); got != tt.want {
+			t.Errorf("retryAfter(%v) got %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("decode %s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSpace(b)
+}
