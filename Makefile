@@ -53,7 +53,7 @@ lambdas:
 	done
 
 # Packages whose concurrency the race detector checks in every `make test`.
-RACE_PKGS := ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
+RACE_PKGS := ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
 
 ## test: all tests, against a moto server the tests start themselves, then
 ## the concurrent packages again under the race detector.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -69,7 +70,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	defer func() { _ = sandbox.Process.Signal(os.Interrupt); _ = sandbox.Wait() }()
 	fmt.Fprintf(out, "sandboxd       http://%s (token in %s)\n", *sandboxAddr, filepath.Join(*stateDir, "sandboxd.token"))
-	fmt.Fprintf(out, "try:           curl -H \"Authorization: Bearer %s\" -d '{\"command\":\"uname -a\"}' http://%s/v1/tools/bash\n", token, *sandboxAddr)
+	fmt.Fprintf(out, "try:           curl -H \"Authorization: Bearer %s\" -d '{\"command\":\"uname -a\"}' http://%s%s\n", token, *sandboxAddr, wire.ToolPath("bash"))
 	fmt.Fprintln(out, "web tools      bin/webtools call --hosts HOST TOOL 'JSON'")
 	fmt.Fprintln(out, "not built yet: the API (runs, webhooks, Slack events), the runner, the local schedule clock")
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
@@ -136,7 +137,7 @@ func startSandbox(ctx context.Context, addr, stateDir string, errOut io.Writer) 
 		return nil, "", err
 	}
 	cmd := exec.CommandContext(ctx, bin, "serve", "--listen", addr, "--workdir", work, "--agent", agent, "--idle-timeout", "0")
-	cmd.Env = append(os.Environ(), "SANDBOXD_TOKEN="+token)
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+token)
 	cmd.Stdout, cmd.Stderr = errOut, errOut
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("start sandboxd: %w", err)

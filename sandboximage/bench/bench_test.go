@@ -22,6 +22,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -168,7 +169,7 @@ func newAPI(b *testing.B, workdir string) *api {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--workdir", workdir, "--timeout", "300", "--idle-timeout", "0")
-	cmd.Env = append(os.Environ(), server.TokenEnv+"="+token)
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -205,7 +206,7 @@ func newAPI(b *testing.B, workdir string) *api {
 }
 
 func (a *api) call(b *testing.B, name, args string) tool.Result {
-	req, _ := http.NewRequest(http.MethodPost, a.base+server.ToolsPath+name, strings.NewReader(args))
+	req, _ := http.NewRequest(http.MethodPost, a.base+wire.ToolsPath+name, strings.NewReader(args))
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := a.client.Do(req)
 	if err != nil {

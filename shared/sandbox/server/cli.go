@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -247,7 +248,7 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		return ExitUsage
 	}
 	// The token leaves the environment first, whatever happens next.
-	token, err := takeEnv(TokenEnv)
+	token, err := takeEnv(wire.TokenEnv)
 	if err != nil {
 		log.Warn("the token could not be erased from /proc/self/environ", "err", err)
 	}
@@ -263,8 +264,8 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: --tls-cert and --tls-key go together\n")
 		return ExitUsage
 	}
-	if len(token) < MinTokenLength {
-		fmt.Fprintf(stderr, "sandboxd serve: $%s must hold the bearer token, at least %d bytes\n", TokenEnv, MinTokenLength)
+	if err := wire.CheckToken(token); err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: $%s must hold the bearer token: %v\n", wire.TokenEnv, err)
 		return ExitUsage
 	}
 	cfg, err := rf.config()
@@ -332,7 +333,7 @@ func mainHealth(args []string, d Defaults, stderr io.Writer) int {
 		// The probe runs beside sandboxd and reads nothing secret.
 		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec
 	}
-	resp, err := client.Get(scheme + "://" + *addr + HealthPath)
+	resp, err := client.Get(scheme + "://" + *addr + wire.HealthPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd health: %v\n", err)
 		return ExitFailed

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 )
 
 // runCall runs sandboxd call with args and returns stdout, stderr and the
@@ -132,10 +133,10 @@ func TestCallUser(t *testing.T) {
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	p := startServe(t, []string{server.TokenEnv + "=" + testToken, "AWS_SECRET_ACCESS_KEY=aws-must-not-leak"},
+	p := startServe(t, []string{wire.TokenEnv + "=" + testToken, "AWS_SECRET_ACCESS_KEY=aws-must-not-leak"},
 		"--workdir", f.work, "--data", f.data, "--idle-timeout", "0")
 	c := p.client()
-	if got := get(t, "http://"+p.addr+server.HealthPath); got != http.StatusOK {
+	if got := get(t, "http://"+p.addr+wire.HealthPath); got != http.StatusOK {
 		t.Fatalf("healthz = %d", got)
 	}
 	if status, _ := (&client{base: c.base, token: "wrong-token-0123456789"}).call(t, "read", `{}`); status != http.StatusUnauthorized {
@@ -159,7 +160,7 @@ func TestServeEndToEnd(t *testing.T) {
 	// Even a reader allowed to see sandboxd's /proc (root) finds the token
 	// overwritten in the environment block it was started with.
 	if environ, err := os.ReadFile("/proc/" + pid + "/environ"); err == nil {
-		if bytes.Contains(environ, []byte(testToken)) || !bytes.Contains(environ, []byte(server.TokenEnv+"=xxxx")) {
+		if bytes.Contains(environ, []byte(testToken)) || !bytes.Contains(environ, []byte(wire.TokenEnv+"=xxxx")) {
 			t.Fatalf("sandboxd's /proc environ still holds the token:\n%q", environ)
 		}
 	} else if os.Geteuid() != 0 {
@@ -199,7 +200,7 @@ func TestServeActsAsItsCommandsUser(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.work, "root-only.txt"), []byte("root only\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "0", "--user", "12345:12346")
+	p := startServe(t, []string{wire.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "0", "--user", "12345:12346")
 	c := p.client()
 	if err := os.Chown(f.work, 12345, 12346); err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ func TestServeSurvivesItsCommands(t *testing.T) {
 		t.Fatalf("copy the test binary: %v", err)
 	}
 	cmd := exec.Command(bin, mainArg, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--idle-timeout", "0")
-	cmd.Env = append(os.Environ(), server.TokenEnv+"="+testToken)
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: confine.NobodyID, Gid: confine.NobodyID, Groups: []uint32{}}}
 	}
@@ -271,7 +272,7 @@ func TestServeSurvivesItsCommands(t *testing.T) {
 	}
 	kill := fmt.Sprintf(`{"command":"for t in $(ls /proc/%s/task); do kill -9 $t; prlimit --pid $t --nofile=1:1; done 2>/dev/null; true"}`, pid)
 	c.result(t, "bash", kill)
-	if got := get(t, "http://"+p.addr+server.HealthPath); got != http.StatusOK {
+	if got := get(t, "http://"+p.addr+wire.HealthPath); got != http.StatusOK {
 		t.Fatalf("after kill -9 and prlimit at each of its threads: healthz %d\n%s", got, p.log())
 	}
 	if res := c.result(t, "read", `{"path":"/etc/hostname"}`); res.IsError {
@@ -282,7 +283,7 @@ func TestServeSurvivesItsCommands(t *testing.T) {
 func TestServeIdleExit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "300ms")
+	p := startServe(t, []string{wire.TokenEnv + "=" + testToken}, "--workdir", f.work, "--idle-timeout", "300ms")
 	if status := p.waitExit(t, 10*time.Second); status != 0 {
 		t.Fatalf("idle exit status %d, want 0\n%s", status, p.log())
 	}
@@ -294,12 +295,12 @@ func TestServeIdleExit(t *testing.T) {
 func TestServeRefusesToStartWithoutAToken(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	for _, env := range [][]string{nil, {server.TokenEnv + "=short"}} {
+	for _, env := range [][]string{nil, {wire.TokenEnv + "=short"}} {
 		cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work)
 		cmd.Env = append(os.Environ(), env...)
 		out, err := cmd.CombinedOutput()
-		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), server.TokenEnv) {
-			t.Fatalf("serve with %v: %v %s, want exit 2 naming %s", env, err, out, server.TokenEnv)
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), wire.TokenEnv) {
+			t.Fatalf("serve with %v: %v %s, want exit 2 naming %s", env, err, out, wire.TokenEnv)
 		}
 	}
 }
@@ -316,7 +317,7 @@ func TestServeWarnsOfAnUnwritableRoot(t *testing.T) {
 	if err := os.Mkdir(agent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := startServe(t, []string{server.TokenEnv + "=" + testToken}, "--workdir", f.work, "--agent", agent, "--idle-timeout", "0")
+	p := startServe(t, []string{wire.TokenEnv + "=" + testToken}, "--workdir", f.work, "--agent", agent, "--idle-timeout", "0")
 	if log := p.log(); !strings.Contains(log, "not writable by the commands' user") || !strings.Contains(log, agent) || strings.Contains(log, `"dir":"`+f.work+`"`) {
 		t.Fatalf("serve's log does not name %s alone as unwritable:\n%s", agent, log)
 	}
@@ -329,7 +330,7 @@ func TestServeRefusesABadCertificate(t *testing.T) {
 	f := newFixture(t)
 	missing := filepath.Join(f.base, "missing.pem")
 	cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--tls-cert", missing, "--tls-key", missing)
-	cmd.Env = append(os.Environ(), server.TokenEnv+"="+testToken)
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "TLS certificate") || !strings.Contains(string(out), missing) {
 		t.Fatalf("serve with a missing certificate: %v %s, want exit 2 naming the file", err, out)

@@ -2,23 +2,26 @@
 // sandbox tools, the `call` entry point that runs one tool from the command
 // line with the same code, and the registry of tools (Tools) both use.
 //
-// The API (shapes in api.go):
+// The API, whose paths, headers, limits and shapes are package wire's (and
+// whose client is package client):
 //
 //	GET  /healthz           → 200, no token needed
 //	POST /v1/tools/{name}   Authorization: Bearer TOKEN, optional Idempotency-Key,
 //	                        body: the tool's JSON arguments
 //	                        → 200 {"output": "…", "is_error": false}
 //	                        → 401 missing or wrong token, 404 unknown tool,
-//	                          400 body not a JSON object, 422 Idempotency-Key
-//	                          reused for a different call, 413 body too large
+//	                          400 body not a JSON object or a bad key, 422
+//	                          Idempotency-Key reused for a different call,
+//	                          413 body too large, 500 the tool failed inside
+//	                          sandboxd
 //
 // Every error status has the body {"error": "…"} with words for the caller,
 // never an internal error's text.
 //
 // Security boundary: the token is the only credential. sandboxd takes it
-// from SANDBOXD_TOKEN, removes it from its environment (and overwrites it in
-// the memory /proc/<pid>/environ shows), compares it in constant time, and
-// marks itself non-dumpable so processes of its own user cannot read its
-// memory. Plain HTTP is for loopback and tests; in AWS the same API is
+// from SANDBOXD_TOKEN (wire.TokenEnv), removes it from its environment (and
+// overwrites it in the memory /proc/<pid>/environ shows), compares it in
+// constant time, and marks itself non-dumpable so processes of its own user
+// cannot read its memory. Plain HTTP is for loopback and tests; in AWS the same API is
 // served over TLS (--tls-cert, --tls-key).
 package server

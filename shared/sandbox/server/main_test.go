@@ -17,6 +17,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -85,7 +86,7 @@ type client struct {
 // call posts body to the tool and returns the status and decoded body.
 func (c *client) call(t *testing.T, name, body string, header ...string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, c.base+server.ToolsPath+name, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, c.base+wire.ToolsPath+name, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

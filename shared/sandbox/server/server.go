@@ -12,17 +12,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // Options configure a Server.
 type Options struct {
-	// Token is the bearer token callers must present; at least
-	// MinTokenLength bytes.
+	// Token is the bearer token callers must present (wire.CheckToken: at
+	// least wire.MinTokenLength bytes of visible ASCII).
 	Token string
 	// Tools are the tools served, by name (see Tools).
 	Tools []tool.Tool
@@ -68,8 +68,8 @@ type Server struct {
 
 // New returns a server for o.
 func New(o Options) (*Server, error) {
-	if len(o.Token) < MinTokenLength {
-		return nil, fmt.Errorf("sandboxd: the token must be at least %d bytes", MinTokenLength)
+	if err := wire.CheckToken(o.Token); err != nil {
+		return nil, fmt.Errorf("sandboxd: %w", err)
 	}
 	s := &Server{
 		token: sha256.Sum256([]byte(o.Token)),
@@ -97,10 +97,10 @@ func New(o Options) (*Server, error) {
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET "+HealthPath, s.health)
-	s.mux.HandleFunc("POST "+ToolsPath+"{name}", s.call)
+	s.mux.HandleFunc("GET "+wire.HealthPath, s.health)
+	s.mux.HandleFunc("POST "+wire.ToolPath("{name}"), s.call)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: sandboxd serves GET "+HealthPath+" and POST "+ToolsPath+"{name}")
+		writeError(w, http.StatusNotFound, "no such endpoint: sandboxd serves GET "+wire.HealthPath+" and POST "+wire.ToolPath("{name}"))
 	})
 	return s, nil
 }
@@ -109,8 +109,7 @@ func New(o Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	writeJSON(w, http.StatusOK, wire.HealthBody{Status: wire.HealthOK})
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
@@ -128,22 +127,22 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown tool %q", name))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", wire.MaxBodyBytes))
 			return
 		}
 		writeError(w, http.StatusBadRequest, "the body could not be read")
 		return
 	}
-	if !IsObject(body) {
+	if !wire.IsObject(body) {
 		writeError(w, http.StatusBadRequest, "the body must be a JSON object: the tool's arguments")
 		return
 	}
 
-	key := r.Header.Get(IdempotencyHeader)
+	key := r.Header.Get(wire.IdempotencyHeader)
 	if key == "" {
 		// Without a key the call is the request's: it stops when the
 		// caller goes away or the server stops.
@@ -153,13 +152,13 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, name, s.run(ctx, tool, body), false)
 		return
 	}
-	if !validKey(key) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", IdempotencyHeader, MaxIdempotencyKey))
+	if !wire.ValidIdempotencyKey(key) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", wire.IdempotencyHeader, wire.MaxIdempotencyKey))
 		return
 	}
 	e, first, conflict := s.idem.claim(key, fingerprint(name, body))
 	if conflict {
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the %s was already used for a different call", IdempotencyHeader))
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the %s was already used for a different call", wire.IdempotencyHeader))
 		return
 	}
 	if first {
@@ -224,25 +223,12 @@ func (s *Server) respond(w http.ResponseWriter, name string, out outcome, replay
 // authorized compares the bearer token in constant time (hashes of equal
 // length, so not even the length leaks).
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	tok, ok := wire.BearerToken(r.Header.Get(wire.AuthorizationHeader))
+	if !ok {
 		return false
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	got := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(got[:], s.token[:]) == 1
-}
-
-func validKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxIdempotencyKey {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Server) begin() {
@@ -373,11 +359,11 @@ func (s *Server) closeTools() {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, ErrorBody{Error: msg})
+	writeJSON(w, status, wire.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", wire.ContentType)
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -49,7 +50,7 @@ func TestAPIStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, c := newAPI(t, f, server.Options{})
-	if got := get(t, c.base+server.HealthPath); got != http.StatusOK {
+	if got := get(t, c.base+wire.HealthPath); got != http.StatusOK {
 		t.Fatalf("GET /healthz = %d, want 200 without a token", got)
 	}
 
@@ -86,9 +87,9 @@ func TestAPIStatuses(t *testing.T) {
 		{"empty body", c, "read", ``, nil, 400, "the body must be a JSON object"},
 		{"broken JSON", c, "read", `{"path":`, nil, 400, "the body must be a JSON object"},
 		{"two objects", c, "read", `{} {}`, nil, 400, "the body must be a JSON object"},
-		{"long key", c, "read", `{}`, []string{server.IdempotencyHeader, strings.Repeat("k", 256)}, 400, "Idempotency-Key header must be 1 to 255"},
-		{"key with space", c, "read", `{}`, []string{server.IdempotencyHeader, "a b"}, 400, "Idempotency-Key header"},
-		{"too large", c, "bash", `{"command":"` + strings.Repeat("x", server.MaxBodyBytes) + `"}`, nil, 413, "the body is larger than"},
+		{"long key", c, "read", `{}`, []string{wire.IdempotencyHeader, strings.Repeat("k", 256)}, 400, "Idempotency-Key header must be 1 to 255"},
+		{"key with space", c, "read", `{}`, []string{wire.IdempotencyHeader, "a b"}, 400, "Idempotency-Key header"},
+		{"too large", c, "bash", `{"command":"` + strings.Repeat("x", wire.MaxBodyBytes) + `"}`, nil, 413, "the body is larger than"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,7 +147,7 @@ func TestIdempotency(t *testing.T) {
 			defer wg.Done()
 			// Each retry on a client of its own, as after a lost connection.
 			ci := &client{base: c.base, token: testToken, http: &http.Client{Transport: &http.Transport{}}}
-			results[i] = ci.result(t, "bash", appendOnce, server.IdempotencyHeader, "step-1")
+			results[i] = ci.result(t, "bash", appendOnce, wire.IdempotencyHeader, "step-1")
 		}()
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -158,21 +159,21 @@ func TestIdempotency(t *testing.T) {
 	}
 	// Later, from yet another client: the same answer, still one line.
 	fresh := &client{base: c.base, token: testToken, http: &http.Client{Transport: &http.Transport{}}}
-	if res := fresh.result(t, "bash", appendOnce, server.IdempotencyHeader, "step-1"); res.Output != "1\n[exit code 0]" {
+	if res := fresh.result(t, "bash", appendOnce, wire.IdempotencyHeader, "step-1"); res.Output != "1\n[exit code 0]" {
 		t.Fatalf("replay = %q, want the first result", res.Output)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.work, "log.txt")); string(b) != "run\n" {
 		t.Fatalf("log.txt = %q, want one run", b)
 	}
 	// A new key runs again, and the new client sees what the first wrote.
-	if res := fresh.result(t, "bash", appendOnce, server.IdempotencyHeader, "step-2"); res.Output != "2\n[exit code 0]" {
+	if res := fresh.result(t, "bash", appendOnce, wire.IdempotencyHeader, "step-2"); res.Output != "2\n[exit code 0]" {
 		t.Fatalf("new key = %q, want a second run", res.Output)
 	}
 	if res := fresh.result(t, "read", `{"path":"log.txt"}`); res.Output != "1\trun\n2\trun" {
 		t.Fatalf("read from a new client = %q", res.Output)
 	}
 	// The same key for a different call is refused.
-	status, out := fresh.call(t, "bash", `{"command":"echo other"}`, server.IdempotencyHeader, "step-1")
+	status, out := fresh.call(t, "bash", `{"command":"echo other"}`, wire.IdempotencyHeader, "step-1")
 	if status != http.StatusUnprocessableEntity {
 		t.Fatalf("reused key: %d %v, want 422", status, out)
 	}
@@ -194,13 +195,13 @@ func TestIdempotentCallOutlivesItsRequest(t *testing.T) {
 	body := `{"command":"sleep 0.5; echo done >> out.txt; echo finished"}`
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+server.ToolsPath+"bash", strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+wire.ToolsPath+"bash", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
-	req.Header.Set(server.IdempotencyHeader, "k")
+	req.Header.Set(wire.IdempotencyHeader, "k")
 	if _, err := c.http.Do(req); err == nil {
 		t.Fatal("the first request should have been cut off")
 	}
-	res := c.result(t, "bash", body, server.IdempotencyHeader, "k")
+	res := c.result(t, "bash", body, wire.IdempotencyHeader, "k")
 	if res.Output != "finished\n[exit code 0]" {
 		t.Fatalf("retry = %q", res.Output)
 	}
@@ -240,7 +241,7 @@ func TestIdleExit(t *testing.T) {
 		t.Fatalf("long call = %q", res.Output)
 	}
 	for range 5 {
-		get(t, base+server.HealthPath)
+		get(t, base+wire.HealthPath)
 		time.Sleep(50 * time.Millisecond)
 	}
 	select {
@@ -286,9 +287,9 @@ func TestShutdownGraceEndsLongCalls(t *testing.T) {
 	}
 	base, stop, done := serveOn(t, srv)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, base+server.ToolsPath+"bash", strings.NewReader(`{"command":"sleep 60"}`))
+		req, _ := http.NewRequest(http.MethodPost, base+wire.ToolsPath+"bash", strings.NewReader(`{"command":"sleep 60"}`))
 		req.Header.Set("Authorization", "Bearer "+testToken)
-		req.Header.Set(server.IdempotencyHeader, "long")
+		req.Header.Set(wire.IdempotencyHeader, "long")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key as PEM files.
@@ -88,7 +89,7 @@ func TestServeTLS(t *testing.T) {
 		t.Fatalf("over TLS: %q", res.Output)
 	}
 	// Plain HTTP to the TLS port gets no answer from the tools.
-	if resp, err := http.Post("http://"+ln.Addr().String()+server.ToolsPath+"bash", "application/json", nil); err == nil {
+	if resp, err := http.Post("http://"+ln.Addr().String()+wire.ToolsPath+"bash", "application/json", nil); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			t.Fatal("plain HTTP reached a tool on the TLS port")

@@ -16,12 +16,13 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/patch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // DefaultTimeout is the tool timeout when the fleet sets none
-// (tool_timeout_seconds).
-const DefaultTimeout = 120 * time.Second
+// (tool_timeout_seconds), as the wire contract states it.
+const DefaultTimeout = wire.DefaultToolTimeout
 
 // Config is what the tools of one sandboxd share.
 type Config struct {
@@ -105,7 +106,7 @@ func Call(ctx context.Context, tools []tool.Tool, name string, args json.RawMess
 	if t == nil {
 		return tool.Result{}, fmt.Errorf("%w %q (known tools: %v)", ErrUnknownTool, name, names(tools))
 	}
-	if !IsObject(args) {
+	if !wire.IsObject(args) {
 		return tool.Result{}, fmt.Errorf("%s: %w", name, ErrNotObject)
 	}
 	return t.Run(ctx, args)
@@ -113,16 +114,6 @@ func Call(ctx context.Context, tools []tool.Tool, name string, args json.RawMess
 
 // ErrNotObject means a tool's arguments were not a JSON object.
 var ErrNotObject = errors.New("the arguments must be a JSON object")
-
-// IsObject reports whether b is one JSON object (with optional white space
-// around it).
-func IsObject(b []byte) bool {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i < len(b) && b[i] == '{' && json.Valid(b)
-}
 
 func find(tools []tool.Tool, name string) tool.Tool {
 	for _, t := range tools {
