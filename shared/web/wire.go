@@ -1,6 +1,10 @@
 package web
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
 
 // Request is one web tool call, as the runner sends it to the webtools λ
 // (the Lambda invocation payload) and as local callers pass it to
@@ -39,3 +43,19 @@ const (
 	ToolHTTPRequest = "http_request"
 	ToolPushover    = "pushover"
 )
+
+// Invoke is Call over the Lambda payload: a Request as JSON in, the
+// tool.Result as JSON out. It is the handler the webtools function serves
+// in-process (invoke.Local), the same shape lambda.Start(svc.Call) serves in
+// AWS. A payload that is not a Request is an error.
+func (s *Service) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var req Request
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("webtools: the payload is not a web tool request: %w", err)
+	}
+	res, err := s.Call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}

@@ -559,3 +559,32 @@ func TestJSONScriptReplaysLikeTOML(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionIDPlaceholder(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.Parse([]byte(`
+[[turn]]
+[[turn.tool_call]]
+name = "exec_command"
+arguments = { cmd = "cat" }
+[[turn]]
+[[turn.tool_call]]
+name = "write_stdin"
+arguments = { session_id = "{{session_id}}", chars = "hi\n" }
+`), "s.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Converse(context.Background(), model.Request{Messages: []model.Message{
+		{Role: model.User, Content: []model.Part{{Text: "go"}}},
+		{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "call_1_1", Name: "exec_command", Arguments: json.RawMessage(`{}`)}}}},
+		{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "call_1_1", Name: "exec_command",
+			Output: "Chunk ID: 1\nWall time: 0.3 seconds\nProcess running with session ID 48213\nOriginal token count: 0\nOutput:\n"}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(resp.Message.ToolCalls()[0].Arguments); got != `{"chars":"hi\n","session_id":"48213"}` {
+		t.Errorf("arguments = %s", got)
+	}
+}

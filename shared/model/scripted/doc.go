@@ -100,6 +100,10 @@
 //     empty when none of them failed.
 //   - {{output "TOOL"}}: the output of the latest result of a call to the
 //     tool named TOOL.
+//   - {{session_id}}: N of the latest "Process running with session ID N"
+//     in a tool result (exec_command's and write_stdin's), to drive a
+//     session with write_stdin; it is a string of digits, which
+//     write_stdin's session_id accepts.
 //   - {{"text"}}: the quoted text itself, so {{"{{"}} writes a literal
 //     "{{".
 //

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -190,6 +191,9 @@ func readConversation(msgs []model.Message) *conversation {
 			}
 			c.outputs[name] = r.Output
 			c.lastOutput = r.Output
+			if m := sessionLine.FindStringSubmatch(r.Output); m != nil {
+				c.sessionID = m[1]
+			}
 			if r.IsError {
 				c.failed, c.lastError = true, r.Output
 			}
@@ -197,6 +201,10 @@ func readConversation(msgs []model.Message) *conversation {
 	}
 	return c
 }
+
+// sessionLine is how exec_command and write_stdin say a process is still
+// running (Codex's format).
+var sessionLine = regexp.MustCompile(`Process running with session ID (\d+)`)
 
 // chunks splits text into at most four pieces, each ending after white
 // space (or at the end), as a streaming provider would deliver it.

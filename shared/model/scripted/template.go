@@ -6,7 +6,7 @@ import (
 )
 
 // placeholderList names every placeholder, for error messages.
-const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}} and {{"literal text"}}`
+const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}}, {{session_id}} and {{"literal text"}}`
 
 // kind is what a piece of a template stands for.
 type kind int
@@ -17,6 +17,7 @@ const (
 	lastOutput             // {{last_output}}
 	lastError              // {{last_error}}
 	output                 // {{output "TOOL"}}
+	sessionID              // {{session_id}}
 )
 
 // segment is one piece of a template.
@@ -111,6 +112,8 @@ func parsePlaceholder(s string) (segment, int, error) {
 			seg.kind = lastOutput
 		case "last_error":
 			seg.kind = lastError
+		case "session_id":
+			seg.kind = sessionID
 		case "output":
 			space()
 			if pos >= len(s) || s[pos] != '"' {
@@ -171,6 +174,8 @@ type conversation struct {
 	failed bool
 	// outputs is the latest output of each tool, by tool name.
 	outputs map[string]string
+	// sessionID is N of the latest "Process running with session ID N".
+	sessionID string
 }
 
 // render fills the template in from c.
@@ -188,6 +193,8 @@ func (t template) render(c *conversation) string {
 			b.WriteString(c.lastError)
 		case output:
 			b.WriteString(c.outputs[s.text])
+		case sessionID:
+			b.WriteString(c.sessionID)
 		}
 	}
 	return b.String()

@@ -7,8 +7,12 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
-// notBuilt is why Tools' tools do not run yet.
-const notBuilt = "the runner's control tools come with the runner, which is not built yet"
+// Why the tools that are not built yet do not run, by tool.
+const (
+	messageNotBuilt  = "message posts to the run's Slack thread, and this version of agentsfleet does not connect to Slack yet"
+	scheduleNotBuilt = "the schedule tools come with agentsfleet's schedules, which this version does not have yet"
+	childNotBuilt    = "child agents are not built yet in this version of agentsfleet"
+)
 
 // Specs returns the specs of the 13 control tools, sorted by name. The
 // specs are shared and immutable; the caller owns the slice.
@@ -32,16 +36,26 @@ func Specs() []tool.Spec {
 	return specs
 }
 
-// Tools returns the control tools, sorted by name. Until the runner is
-// built each is tool.Unbuilt: Run checks the arguments as the real tool
-// will, then answers with an error result saying that the tool is not
-// available in this version of agentsfleet. Run never returns a Go error.
-// Safe for concurrent use.
-func Tools() []tool.Tool {
+// Tools returns the control tools of one run, sorted by name. update_plan
+// hands each plan it accepts to plan, which keeps it on the run. The others
+// are not built yet: each is tool.Unbuilt, whose Run checks the arguments
+// as the real tool will, then answers with an error result saying why it
+// is not available. No Run returns a Go error. Safe for concurrent use.
+func Tools(plan func(UpdatePlanArgs)) []tool.Tool {
 	specs := Specs()
 	tools := make([]tool.Tool, len(specs))
 	for i, s := range specs {
-		tools[i] = tool.Unbuilt(s, notBuilt)
+		switch s.Name() {
+		case UpdatePlanSpec.Name():
+			tools[i] = NewUpdatePlan(plan)
+		case MessageSpec.Name():
+			tools[i] = tool.Unbuilt(s, messageNotBuilt)
+		case SpawnAgentSpec.Name(), DelegateAgentSpec.Name(), WaitAgentSpec.Name(),
+			InspectAgentSpec.Name(), InterruptAgentSpec.Name(), ListAgentsSpec.Name():
+			tools[i] = tool.Unbuilt(s, childNotBuilt)
+		default:
+			tools[i] = tool.Unbuilt(s, scheduleNotBuilt)
+		}
 	}
 	return tools
 }

@@ -1,0 +1,227 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/runner/control"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/toolbox"
+	"github.com/agentsfleet/agentsfleet/shared/web"
+)
+
+// toolset is what a run's Definition allows: the tools offered to the
+// model, each with its catalog entry.
+type toolset struct {
+	entries map[string]toolbox.Entry
+	offered []model.Tool
+}
+
+func newToolset(def *fleet.Definition) (*toolset, error) {
+	ts := &toolset{entries: map[string]toolbox.Entry{}}
+	for _, name := range def.Tools {
+		e, ok := toolbox.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("the Definition allows tool %q, which this runner does not have; its tools are %s",
+				name, strings.Join(fleet.ToolNames(), ", "))
+		}
+		ts.entries[name] = e
+		ts.offered = append(ts.offered, model.Tool{Name: name, Description: e.Spec.Description(), Schema: e.Spec.Schema()})
+	}
+	return ts, nil
+}
+
+// readOnly are the tools that change nothing: several of them in one answer
+// run at once.
+var readOnly = map[string]bool{
+	"read": true, "grep": true, "glob": true, "list": true,
+	"webfetch": true, "websearch": true, "web_fetch": true,
+}
+
+// runTools runs calls, read-only neighbours concurrently and every other
+// call alone in its turn, and returns their results in order with the
+// step's events: each tool.result, and plan.updated for an accepted plan.
+func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []store.NewEvent) {
+	results := make([]model.ToolResult, len(calls))
+	plans := make([]*control.UpdatePlanArgs, len(calls))
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if readOnly[calls[i].Name] {
+			for j < len(calls) && readOnly[calls[j].Name] {
+				j++
+			}
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[k], plans[k] = x.runTool(ctx, k, calls[k])
+			}()
+		}
+		wg.Wait()
+		i = j
+	}
+	var events []store.NewEvent
+	for i, res := range results {
+		ev := ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
+		if len(ev.Output) > MaxEventOutput {
+			ev.Output, ev.Truncated = cutUTF8(ev.Output, MaxEventOutput), true
+		}
+		events = append(events, newEvent(EventToolResult, ev))
+		if p := plans[i]; p != nil {
+			up := &PlanUpdated{Explanation: p.Explanation, Plan: make([]PlanStep, len(p.Plan))}
+			for k, s := range p.Plan {
+				up.Plan[k] = PlanStep{Step: s.Step, Status: s.Status}
+			}
+			x.st.Plan = up
+			events = append(events, newEvent(EventPlanUpdated, up))
+		}
+	}
+	return results, events
+}
+
+// runTool runs one call: checked against the allowlist and the tool's
+// contract first, then sent where the tool runs. Whatever fails becomes an
+// error result the model sees, so the run goes on.
+func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, *control.UpdatePlanArgs) {
+	out := model.ToolResult{CallID: call.ID, Name: call.Name}
+	set := func(r tool.Result) { out.Output, out.IsError = r.Output, r.IsError }
+	e, ok := x.tools.entries[call.Name]
+	if !ok {
+		set(tool.Errorf("there is no tool %q for this fleet; its tools are %s", call.Name, strings.Join(x.def.Tools, ", ")))
+		return out, nil
+	}
+	if res, ok := e.Spec.Check(call.Arguments); !ok {
+		set(res)
+		return out, nil
+	}
+	switch e.RunsIn {
+	case fleet.InSandbox, fleet.InDisplay:
+		set(x.sandboxCall(ctx, i, call))
+	case fleet.InWebtools:
+		set(x.webCall(ctx, call))
+	case fleet.InRunner:
+		var plan *control.UpdatePlanArgs
+		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }) {
+			if t.Name() == call.Name {
+				res, err := t.Run(ctx, call.Arguments)
+				if err != nil {
+					res = tool.Errorf("%s failed in the runner: %v", call.Name, err)
+				}
+				set(res)
+			}
+		}
+		return out, plan
+	default:
+		set(tool.Errorf("%s runs in the %s, which this runner cannot reach", call.Name, e.RunsIn))
+	}
+	return out, nil
+}
+
+// idempotencyKey names call i of the step about to be committed: a retried
+// step sends the same key, and sandboxd answers a call it already ran with
+// its first result instead of running it again.
+func (x *execution) idempotencyKey(i int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", x.run.ID, x.step+1, i)))
+	return "af-" + hex.EncodeToString(sum[:16])
+}
+
+// sandboxCall sends a call to the run's sandbox, starting it on first use.
+// A sandbox that does not answer is let go: the call fails with an error
+// result saying so, and the next call gets a new sandbox.
+func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall) tool.Result {
+	sb, err := x.acquireSandbox(ctx)
+	if err != nil {
+		return tool.Errorf("%s: no sandbox could be started for this run: %v", call.Name, err)
+	}
+	res, err := sb.Client.Call(ctx, call.Name, call.Arguments, x.idempotencyKey(i))
+	switch {
+	case err == nil:
+		return res
+	case errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil:
+		x.r.log.Warn("sandbox stopped answering", "run_id", x.run.ID, "sandbox", sb.ID, "error", err)
+		x.dropSandbox(ctx, sb)
+		return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the files in the workdir and /agent are kept, running exec_command sessions are not", call.Name, err)
+	}
+	return tool.Errorf("%s: %v", call.Name, err)
+}
+
+func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sandbox != nil {
+		return x.sandbox, nil
+	}
+	sb, err := x.r.cfg.Sandboxes.Acquire(ctx, x.spec())
+	if err != nil {
+		return nil, err
+	}
+	x.sandbox = sb
+	return sb, nil
+}
+
+// dropSandbox lets go of sb when it is still the run's sandbox.
+func (x *execution) dropSandbox(ctx context.Context, sb *launch.Sandbox) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sandbox != sb {
+		return
+	}
+	x.sandbox = nil
+	if err := x.r.cfg.Sandboxes.Release(ctx, x.run.ID); err != nil {
+		x.r.log.Warn("release a sandbox that stopped answering", "run_id", x.run.ID, "error", err)
+	}
+}
+
+// releaseSandbox stops the run's sandbox: the run has ended.
+func (x *execution) releaseSandbox(ctx context.Context) {
+	x.mu.Lock()
+	x.sandbox = nil
+	x.mu.Unlock()
+	if err := x.r.cfg.Sandboxes.Release(context.WithoutCancel(ctx), x.run.ID); err != nil {
+		x.r.log.Warn("release the run's sandbox", "run_id", x.run.ID, "error", err)
+	}
+}
+
+// webCall sends a call to the webtools function with the fleet's host list
+// and secret names (never values).
+func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Result {
+	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: x.def.Hosts,
+		Secrets: x.def.Secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+	if err != nil {
+		return tool.Errorf("%s: %v", call.Name, err)
+	}
+	out, err := x.r.cfg.Invoker.Call(ctx, invoke.Webtools, payload)
+	if err != nil {
+		return tool.Errorf("%s: the web tools failed: %v", call.Name, err)
+	}
+	var res tool.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return tool.Errorf("%s: the web tools answered something that is not a tool result", call.Name)
+	}
+	return res
+}
+
+// cutUTF8 returns the first n bytes of s, not splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

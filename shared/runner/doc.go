@@ -1,0 +1,50 @@
+// Package runner is agentsfleet's agent loop, the runner λ's work: it takes
+// a run's lease, asks the model for its next answer, runs the tools it
+// asks for where each runs, and commits every step to DynamoDB
+// (store.CommitStep) before the next, until the model answers without a
+// tool call, the run is cancelled, or its budget is spent.
+//
+// # Steps
+//
+// A run's life is a sequence of committed steps, each one transaction:
+//
+//	step 1        run.started; the input becomes the first message
+//	model step    the model's answer; its tokens and the tool calls it asks
+//	              for are spent (the budget refuses them before any runs);
+//	              a tool.call event each
+//	tool step     the calls' results, in order (read-only neighbours ran at
+//	              once); a tool.result event each, plan.updated for a plan
+//	last step     run.ended; then the run moves to its final status
+//
+// The checkpoint after each step is the whole state (the conversation, the
+// plan, the usage), so any invocation goes on from the last committed step.
+// A step that was committed never runs again; a tool step cut short runs
+// again in full, and its sandbox calls carry an Idempotency-Key derived
+// from the run, the step and the call, so that sandboxd answers a call that
+// already ran with its first result instead of running it twice.
+//
+// # Invocations
+//
+// An invocation holds the run's lease (renewed while it works; a duplicate
+// delivery finds it held and does nothing) and, when its deadline comes
+// within a step's length, stops starting steps and starts a new invocation
+// of itself (invoke.Runner) before it returns: a run outlives Lambda's 15
+// minutes. Locally the same call is an in-process goroutine.
+//
+// # Tools
+//
+// Only the Definition's allowlist is offered, with each tool's description
+// and schema from its contract (shared/toolbox); a Definition naming a tool
+// this deployment cannot run fails the run before the first model call.
+// Every call is checked against its contract before it is sent: sandbox
+// tools go to the run's sandbox (shared/sandbox/launch), web tools to the
+// webtools function (shared/invoke) with the fleet's host list and secret
+// names, control tools run here (shared/runner/control). Whatever fails
+// is an error result the model sees, and the run goes on.
+//
+// # Secrets
+//
+// The runner never holds a secret value: only the webtools function reads
+// them, and it screens what it returns. So no event, checkpoint or result
+// the runner writes can hold one.
+package runner

@@ -1,0 +1,543 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// Config is what a Runner needs.
+type Config struct {
+	Store *store.Store
+	// Model answers; wrap it in model.WithRetry.
+	Model model.Model
+	// DefaultModel is the model id for a Definition that names none
+	// (AGENTSFLEET_MODEL).
+	DefaultModel string
+	// Sandboxes gives runs their sandboxes.
+	Sandboxes launch.Launcher
+	// Invoker calls the webtools function and starts the runner again
+	// (invoke.Runner) when an invocation nears its deadline.
+	Invoker invoke.Invoker
+	// Blobs keeps checkpoints too large for an item; nil: none.
+	Blobs BlobStore
+	// Observer, when set, sees each run's progress as it happens: the
+	// events it commits and the model's streamed text. It must not block.
+	Observer func(Note)
+	// Display says the sandboxes have a headless browser (browser_open,
+	// screenshot); without one a Definition allowing them is refused.
+	Display bool
+	// Lease is how long a runner holds a run between renewals; 0 means
+	// 2 minutes. It is renewed every third of it.
+	Lease time.Duration
+	// Margin is how long before the invocation's deadline the runner stops
+	// starting steps and re-invokes itself; 0 means 60 seconds more than
+	// the fleet's tool timeout, the longest a step may take.
+	Margin time.Duration
+	// ContextTokens is the model's context window; 0 means 200,000. Past
+	// 80% of it older tool outputs are cut, then earlier turns summarised.
+	ContextTokens int64
+	// MaxTokens caps each answer's output tokens; 0 means the provider's
+	// default.
+	MaxTokens int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Log receives the runner's log lines; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Note is one thing an Observer sees.
+type Note struct {
+	RunID string
+	// Event is a committed event, or nil.
+	Event *Event
+	// Thinking is true while a model call is under way; Text carries its
+	// streamed text.
+	Thinking bool
+	Text     string
+}
+
+// Payload is the runner function's invocation payload.
+type Payload struct {
+	RunID string `json:"run_id"`
+}
+
+// Runner executes runs: one invocation takes a run's lease and goes on from
+// its last committed step until the run ends or the invocation nears its
+// deadline. Safe for concurrent use: many invocations of many runs share
+// one Runner.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Runner over cfg.
+func New(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("runner: no store")
+	case cfg.Model == nil:
+		return nil, errors.New("runner: no model")
+	case cfg.Sandboxes == nil:
+		return nil, errors.New("runner: no sandbox launcher")
+	case cfg.Invoker == nil:
+		return nil, errors.New("runner: no invoker")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.ContextTokens <= 0 {
+		cfg.ContextTokens = 200_000
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{cfg: cfg, log: log}, nil
+}
+
+// Handle is the runner function's handler: payload is a Payload as JSON.
+func (r *Runner) Handle(ctx context.Context, payload []byte) ([]byte, error) {
+	var p Payload
+	if err := json.Unmarshal(payload, &p); err != nil || p.RunID == "" {
+		return nil, fmt.Errorf("runner: the payload must be {\"run_id\": \"…\"}, not %.200q", payload)
+	}
+	return nil, r.Run(ctx, p.RunID)
+}
+
+// Run is one invocation for the run runID. It returns nil when the run
+// ended, when another invocation holds the run (a duplicate delivery), and
+// when it handed the run to a new invocation before its deadline; an error
+// only when the environment is broken (the store unreachable), in which
+// case the run stays as its last committed step left it, for a retry.
+func (r *Runner) Run(ctx context.Context, runID string) error {
+	holder := newHolder()
+	run, err := r.cfg.Store.AcquireLease(ctx, runID, holder, r.cfg.Lease)
+	if errors.Is(err, fault.RunLeaseHeld) {
+		r.log.Info("run is held by another invocation", "run_id", runID, "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	renewed := r.keepLease(ctx, cancel, runID, holder)
+	unlease := sync.OnceFunc(func() {
+		cancel(nil)
+		<-renewed
+		// A fresh context: the invocation's may be done, the lease must go.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer rcancel()
+		if err := r.cfg.Store.ReleaseLease(rctx, runID, holder); err != nil && !errors.Is(err, fault.RunLeaseHeld) {
+			r.log.Warn("release the run's lease", "run_id", runID, "error", err)
+		}
+	})
+	defer unlease()
+	x, err := r.load(ctx, run, holder, unlease)
+	if err != nil || x == nil {
+		return err
+	}
+	if err := x.loop(ctx); !errors.Is(err, errHandedOver) {
+		return err
+	}
+	return nil
+}
+
+// keepLease renews the lease until ctx is done; losing it cancels ctx.
+// The returned channel closes when it has stopped.
+func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, runID, holder string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := r.cfg.Store.RenewLease(ctx, runID, holder, r.cfg.Lease); err != nil && ctx.Err() == nil {
+					r.log.Error("lost the run's lease", "run_id", runID, "error", err)
+					cancel(fmt.Errorf("lost the run's lease: %w", err))
+					return
+				}
+			}
+		}
+	}()
+	return done
+}
+
+func newHolder() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "inv_" + hex.EncodeToString(b)
+}
+
+// execution is one invocation's work on one run.
+type execution struct {
+	r      *Runner
+	run    store.Run
+	holder string
+	// unlease stops renewing the lease and releases it, once.
+	unlease func()
+	def     *fleet.Definition
+	st      *state
+	step    int64 // the last committed step
+	tools   *toolset
+	// sandbox is the run's sandbox once a tool needed it; mu guards it
+	// across concurrent tool calls.
+	mu      sync.Mutex
+	sandbox *launch.Sandbox
+}
+
+// load reads the run, its pinned Definition and its checkpoint. It returns
+// nil (and no error) for a run with nothing left to do.
+func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease func()) (*execution, error) {
+	x := &execution{r: r, run: run, holder: holder, unlease: unlease}
+	ckpt, err := r.cfg.Store.LoadCheckpoint(ctx, run.ID)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if x.st, err = r.decode(ctx, ckpt.Data); err != nil {
+		return nil, fmt.Errorf("runner: run %s: %w", run.ID, err)
+	}
+	x.step = ckpt.Step
+	if run.Status.Terminal() {
+		if x.st.Ended == nil && run.Status == store.StatusCancelled {
+			// Cancelled from outside before this invocation: say so in the log.
+			return nil, x.end(ctx, store.StatusCancelled, "", nil)
+		}
+		x.releaseSandbox(ctx)
+		return nil, nil
+	}
+	if x.st.Ended != nil { // the final step is committed; the status move is not
+		return nil, x.settle(ctx)
+	}
+	if run.Status == store.StatusQueued {
+		if x.run, err = r.cfg.Store.Transition(ctx, run.ID, store.StatusRunning, ""); err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		}
+	}
+	rev, err := r.cfg.Store.GetRevision(ctx, run.Fleet, run.Revision)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if x.def, err = fleet.ParseJSON(rev.Definition); err != nil {
+		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition,
+			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", run.Revision, run.Fleet, err)})
+	}
+	if err := x.def.CheckAvailable(fleet.AvailableTools(r.cfg.Display)); err != nil {
+		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+	}
+	if x.tools, err = newToolset(x.def); err != nil {
+		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+	}
+	return x, nil
+}
+
+// loop runs steps until the run ends or the deadline nears.
+func (x *execution) loop(ctx context.Context) error {
+	if x.step == 0 {
+		if err := x.start(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+			return x.interrupted(ctx, err)
+		}
+		cur, err := x.r.cfg.Store.GetRun(ctx, x.run.ID)
+		if err != nil {
+			return x.interrupted(ctx, err)
+		}
+		if cur.Status == store.StatusCancelled {
+			return x.end(ctx, store.StatusCancelled, "", nil)
+		}
+		if x.nearDeadline(ctx) {
+			return x.handOver(ctx)
+		}
+		if calls := x.st.pending(); len(calls) > 0 {
+			if err := x.toolStep(ctx, calls); err != nil {
+				return err
+			}
+			continue
+		}
+		done, err := x.modelStep(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// start commits step 1: run.started and the input as the first message.
+func (x *execution) start(ctx context.Context) error {
+	input, err := x.r.cfg.Store.GetRunInput(ctx, x.run.ID)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	text := strings.TrimSpace(string(input))
+	if text == "" {
+		text = "(The run was started without input.)"
+	}
+	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: text}}}}
+	return x.commit(ctx, store.Budget{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source}))
+}
+
+// modelStep asks the model for its next answer and commits it: tokens
+// spent, the tool calls it asks for (spent too, before any runs) as
+// tool.call events, or the run's end when it answers without one.
+func (x *execution) modelStep(ctx context.Context) (done bool, err error) {
+	if err := x.fitContext(ctx); err != nil || x.st.Ended != nil {
+		return true, err
+	}
+	x.note(Note{Thinking: true})
+	resp, err := x.r.cfg.Model.Converse(ctx, model.Request{
+		Model:     x.modelID(),
+		System:    x.system(),
+		Messages:  x.st.Messages,
+		Tools:     x.tools.offered,
+		MaxTokens: x.r.cfg.MaxTokens,
+		OnText:    func(d string) { x.note(Note{Thinking: true, Text: d}) },
+	})
+	x.note(Note{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, x.interrupted(ctx, err)
+		}
+		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeModel, Message: err.Error()})
+	}
+	x.st.Usage.InputTokens += resp.Usage.InputTokens
+	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
+	x.st.LastInput = resp.Usage.InputTokens
+	spend := store.Budget{Tokens: resp.Usage.Total()}
+	calls := resp.Message.ToolCalls()
+	resp.Message.Role = model.Assistant
+	for i := range resp.Message.Content {
+		if tc := resp.Message.Content[i].ToolCall; tc != nil && len(tc.Arguments) == 0 {
+			tc.Arguments = json.RawMessage("{}")
+		}
+	}
+	if len(calls) == 0 {
+		answer := strings.TrimSpace(resp.Message.Text())
+		switch {
+		case answer == "":
+			return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeNoAnswer,
+				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spendOnEnd(spend)...)
+		case resp.Stop == model.StopMaxTokens:
+			answer += "\n\n[The answer was cut at the model's output limit.]"
+		}
+		x.st.Messages = append(x.st.Messages, resp.Message)
+		return true, x.end(ctx, store.StatusSucceeded, answer, nil, spendOnEnd(spend)...)
+	}
+	x.st.Messages = append(x.st.Messages, resp.Message)
+	x.st.Usage.ToolCalls += int64(len(calls))
+	spend.ToolCalls = int64(len(calls))
+	events := make([]store.NewEvent, len(calls))
+	for i, c := range calls {
+		events[i] = newEvent(EventToolCall, ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	if err := x.commit(ctx, spend, events...); err != nil {
+		if errors.Is(err, fault.RunBudgetSpent) {
+			return true, x.budgetSpent(ctx, err)
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// toolStep runs the pending calls and commits their results.
+func (x *execution) toolStep(ctx context.Context, calls []model.ToolCall) error {
+	results, events := x.runTools(ctx, calls)
+	if ctx.Err() != nil {
+		// Cut short (the lease lost or the invocation ending): commit
+		// nothing; the next invocation runs the calls again, and sandboxd's
+		// Idempotency-Key answers those that ran with their first result.
+		return x.interrupted(ctx, context.Cause(ctx))
+	}
+	parts := make([]model.Part, len(results))
+	for i := range results {
+		parts[i] = model.Part{ToolResult: &results[i]}
+	}
+	x.st.Messages = append(x.st.Messages, model.Message{Role: model.User, Content: parts})
+	return x.commit(ctx, store.Budget{}, events...)
+}
+
+// commit commits the next step: the state as it is now, events and spend.
+func (x *execution) commit(ctx context.Context, spend store.Budget, events ...store.NewEvent) error {
+	next := x.step + 1
+	data, err := x.r.encode(ctx, x.run.ID, next, x.st)
+	if err != nil {
+		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
+	}
+	first, err := x.r.cfg.Store.CommitStep(ctx, x.run.ID, store.Step{Holder: x.holder, Number: next, Checkpoint: data, Events: events, Spend: spend})
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	x.step = next
+	if x.r.cfg.Observer != nil {
+		at := x.r.cfg.Now().UTC().Format(time.RFC3339Nano)
+		for i, ev := range events {
+			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Data: ev.Data}})
+		}
+	}
+	return nil
+}
+
+// spendOnEnd is the spending an ending step commits: the last model call's
+// tokens. It is the end's to commit, so that a budget spent by that very
+// call still ends the run with its answer lost, not its record.
+func spendOnEnd(b store.Budget) []store.Budget { return []store.Budget{b} }
+
+// end commits run.ended, moves the run to status, and stops its sandbox.
+// answer is the final answer (succeeded); runErr says why it did not
+// succeed (nil for succeeded and cancelled).
+func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
+	ended := &RunEnded{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}
+	x.st.Ended = ended
+	var b store.Budget
+	if len(spend) > 0 {
+		b = spend[0]
+	}
+	err := x.commit(ctx, b, newEvent(EventRunEnded, ended))
+	if errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}) {
+		// The last call itself spent the budget: end failed, saying so.
+		return x.budgetSpent(ctx, err)
+	}
+	if err != nil {
+		return err
+	}
+	return x.settle(ctx)
+}
+
+// budgetSpent ends the run failed with the budget's code and which figure.
+func (x *execution) budgetSpent(ctx context.Context, err error) error {
+	var fe *fault.Error
+	msg := fault.RunBudgetSpent.Error()
+	if errors.As(err, &fe) {
+		msg = fe.Msg
+	}
+	x.st.Ended = nil
+	return x.end(ctx, store.StatusFailed, "", &RunError{Code: fault.RunBudgetSpent.ID(), Message: msg})
+}
+
+// settle moves the run to the status its committed run.ended says, and
+// stops its sandbox. A run already moved there (or cancelled meanwhile) is
+// left as it is.
+func (x *execution) settle(ctx context.Context) error {
+	defer x.releaseSandbox(ctx)
+	e := x.st.Ended
+	reason := ""
+	if e.Error != nil {
+		reason = e.Error.Code + ": " + e.Error.Message
+	}
+	if e.Status == store.StatusCancelled {
+		return nil // the canceller moved it
+	}
+	if _, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason); err != nil && !errors.Is(err, fault.RunBadTransition) {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
+}
+
+// interrupted is the invocation stopping short (its context done, or the
+// store failing): nothing more is committed; the run goes on from its last
+// step in the next invocation.
+//
+// Only the invocation's deadline hands the run over at once; any other
+// stop (the lease lost, the process stopping, the store failing) leaves it
+// to whoever starts the run again, or to the one that took the lease.
+func (x *execution) interrupted(ctx context.Context, cause error) error {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return x.handOver(ctx)
+	}
+	return fmt.Errorf("runner: run %s stopped after step %d: %w", x.run.ID, x.step, cause)
+}
+
+// handOver starts a new invocation for the run, which takes over once this
+// one has released the lease.
+//
+// The lease goes first: the new invocation may start at once, and one that
+// found the lease still held would take it for a duplicate and stop.
+func (x *execution) handOver(ctx context.Context) error {
+	x.unlease()
+	payload, _ := json.Marshal(Payload{RunID: x.run.ID})
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := x.r.cfg.Invoker.Start(sctx, invoke.Runner, payload); err != nil {
+		return fmt.Errorf("runner: hand run %s over to a new invocation: %w", x.run.ID, err)
+	}
+	x.r.log.Info("handed the run over before the deadline", "run_id", x.run.ID, "step", x.step)
+	return errHandedOver
+}
+
+// errHandedOver ends an invocation that handed its run to a new one: no
+// failure, and nothing more to do here.
+var errHandedOver = errors.New("the run was handed over to a new invocation")
+
+// nearDeadline reports whether the invocation's deadline is closer than
+// the margin a step may need.
+func (x *execution) nearDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	margin := x.r.cfg.Margin
+	if margin <= 0 {
+		margin = x.def.Limits.ToolTimeout() + time.Minute
+	}
+	return dl.Sub(x.r.cfg.Now()) < margin
+}
+
+func (x *execution) modelID() string {
+	if x.def.Model != "" {
+		return x.def.Model
+	}
+	return x.r.cfg.DefaultModel
+}
+
+// system is the system prompt: the fleet's instructions, then what the run
+// is and how tools work here.
+func (x *execution) system() string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(x.def.Instructions))
+	fmt.Fprintf(&b, "\n\nYou are the agent of the fleet %q, run by agentsfleet. This run was started from %s on %s.",
+		x.def.Name, x.run.Source, x.run.CreatedAt.UTC().Format("Monday 2 January 2006, 15:04 UTC"))
+	workdir := x.def.Workdir
+	if p, ok := x.r.cfg.Sandboxes.(launch.Placer); ok {
+		workdir = p.Workdir(x.spec())
+	}
+	fmt.Fprintf(&b, " Your working directory is %s; the fleet's folder /agent keeps files from one run to the next.", workdir)
+	b.WriteString(" Use the tools to do the work. When you are done, answer with your final message and no tool call: that answer is what the person who started the run receives.")
+	return b.String()
+}
+
+func (x *execution) note(n Note) {
+	if x.r.cfg.Observer != nil {
+		n.RunID = x.run.ID
+		x.r.cfg.Observer(n)
+	}
+}
+
+// spec is what the run asks of its sandbox.
+func (x *execution) spec() launch.Spec {
+	return launch.Spec{RunID: x.run.ID, Fleet: x.run.Fleet, Workdir: x.def.Workdir,
+		Size: x.def.Sandbox.Size, ToolTimeout: x.def.Limits.ToolTimeout()}
+}

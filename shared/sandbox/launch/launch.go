@@ -1,0 +1,62 @@
+// Package launch gives a run its sandbox: a sandboxd the runner reaches
+// through a client (shared/sandbox/client). The Launcher interface has two
+// implementations beside it: launch/local starts sandboxd processes on this
+// machine (`agentsfleet run`, `agentsfleet dev`, tests), and launch/ecs
+// (with the sandbox-fleet issue) runs Fargate tasks from the sandbox image
+// with a warm pool.
+package launch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
+)
+
+// Spec is what a run asks of its sandbox.
+type Spec struct {
+	// RunID names the run the sandbox serves, with its children.
+	RunID string
+	// Fleet is the fleet's name, for the fleet's folder (/agent) and logs.
+	Fleet string
+	// Workdir is the Definition's workdir, where tools start.
+	Workdir string
+	// Size is the Definition's sandbox size.
+	Size fleet.SandboxSize
+	// ToolTimeout is the fleet's tool_timeout_seconds.
+	ToolTimeout time.Duration
+}
+
+// Sandbox is a run's sandbox.
+type Sandbox struct {
+	// ID names the sandbox in logs and errors: a process id locally, a task
+	// ARN on Fargate.
+	ID string
+	// Client calls its tools.
+	Client *client.Client
+}
+
+// Launcher hands runs their sandboxes. A run has at most one sandbox at a
+// time. Implementations are safe for concurrent use.
+type Launcher interface {
+	// Acquire returns the run's sandbox, starting one when the run has
+	// none: a runner re-invoked for the same run gets the same sandbox
+	// back while it lives.
+	Acquire(ctx context.Context, spec Spec) (*Sandbox, error)
+	// Release stops the run's sandbox and forgets it; a later Acquire
+	// starts a new one. Releasing a run without a sandbox is not an error.
+	Release(ctx context.Context, runID string) error
+}
+
+// Placer is the optional ability of a Launcher whose sandboxes see the
+// run's workdir somewhere else than the Definition says: a local launcher
+// serves a folder of this machine. The runner tells the model that path.
+type Placer interface {
+	Workdir(spec Spec) string
+}
+
+// ErrStart is wrapped by Acquire's error when no sandbox could be started
+// for the run (the reason follows it).
+var ErrStart = errors.New("the sandbox could not be started")
