@@ -59,13 +59,19 @@ type PlanStep struct {
 	Status string `json:"status"`
 }
 
-// RunEnded is run.ended's data.
+// RunEnded is run.ended's data. An answer longer than MaxEventAnswer is
+// cut there, and AnswerTruncated says so.
 type RunEnded struct {
-	Status store.Status `json:"status"`
-	Answer string       `json:"answer"`
-	Error  *RunError    `json:"error"`
-	Usage  Usage        `json:"usage"`
+	Status          store.Status `json:"status"`
+	Answer          string       `json:"answer"`
+	AnswerTruncated bool         `json:"answer_truncated,omitempty"`
+	Error           *RunError    `json:"error"`
+	Usage           Usage        `json:"usage"`
 }
+
+// MaxEventAnswer is how much of the answer run.ended keeps: an event is
+// one DynamoDB item.
+const MaxEventAnswer = 256 << 10
 
 // RunError is why a run failed: a product code (fault) or one of the
 // runner's own codes below, and a message for people.

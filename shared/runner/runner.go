@@ -411,6 +411,9 @@ func spendOnEnd(b store.Budget) []store.Budget { return []store.Budget{b} }
 // succeed (nil for succeeded and cancelled).
 func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
 	ended := &RunEnded{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}
+	if len(answer) > MaxEventAnswer {
+		ended.Answer, ended.AnswerTruncated = cutUTF8(answer, MaxEventAnswer), true
+	}
 	x.st.Ended = ended
 	var b store.Budget
 	if len(spend) > 0 {
