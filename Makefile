@@ -48,16 +48,17 @@ build: tools
 ## lambdas: Lambda binaries for provided.al2023 on arm64.
 lambdas:
 	@for f in $(FUNCTIONS); do \
-	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath \
+	  GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags "-s -w" \
 	    -o $(LAMBDA_OUT)/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
 # Packages whose concurrency the race detector checks in every `make test`.
-RACE_PKGS := ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
+RACE_PKGS := ./shared/runner/ ./shared/invoke/ ./shared/model/... ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
 
 ## test: all tests, against a moto server the tests start themselves, then
-## the concurrent packages again under the race detector.
-test: venv tools
+## the concurrent packages again under the race detector. The Lambdas are
+## built first: a cgo import in one of them fails here.
+test: venv tools lambdas
 	$(GO) vet ./...
 	$(GO) test $(GOTEST_FLAGS) ./...
 	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)

@@ -9,6 +9,7 @@ package launch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
@@ -60,3 +61,22 @@ type Placer interface {
 // ErrStart is wrapped by Acquire's error when no sandbox could be started
 // for the run (the reason follows it).
 var ErrStart = errors.New("the sandbox could not be started")
+
+// None is a Launcher for a deployment that has no sandboxes: every Acquire
+// fails, saying why, so that each sandbox tool call answers the model with
+// that reason and the run goes on with its other tools.
+type None struct {
+	// Why is the reason, such as "sandboxes on Fargate come with the
+	// sandbox-fleet work, not built yet".
+	Why string
+}
+
+var _ Launcher = None{}
+
+// Acquire fails with ErrStart and the reason.
+func (n None) Acquire(context.Context, Spec) (*Sandbox, error) {
+	return nil, fmt.Errorf("%w: %s", ErrStart, n.Why)
+}
+
+// Release has nothing to stop.
+func (None) Release(context.Context, string) error { return nil }
