@@ -146,8 +146,11 @@ func (x *execution) summarise(ctx context.Context) error {
 	x.st.Usage.InputTokens += resp.Usage.InputTokens
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
 	x.r.log.Info("compacted the conversation", "run_id", x.run.ID, "compactions", x.st.Compactions)
-	err = x.commit(ctx, store.Budget{Tokens: resp.Usage.Total()})
-	if errors.Is(err, fault.RunBudgetSpent) {
+	err = x.commit(ctx, store.Step{Spend: store.Budget{Tokens: resp.Usage.Total()}, WhileRunning: true})
+	switch {
+	case errors.Is(err, store.ErrRunEnded):
+		return x.end(ctx, store.StatusCancelled, "", nil)
+	case errors.Is(err, fault.RunBudgetSpent):
 		return x.budgetSpent(ctx, err)
 	}
 	return err

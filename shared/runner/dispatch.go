@@ -131,12 +131,16 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 	return out, nil
 }
 
-// idempotencyKey names call i of the step about to be committed: a retried
-// step sends the same key, and sandboxd answers a call it already ran with
-// its first result instead of running it again.
-func (x *execution) idempotencyKey(i int) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", x.run.ID, x.step+1, i)))
-	return "af-" + hex.EncodeToString(sum[:16])
+// idempotencyKey names call i of the step about to be committed by the
+// run, the step, and the call's place, tool and arguments: a retried step
+// whose answer repeats the call sends the same key, and sandboxd answers it
+// with its first result instead of running it again; a different call gets
+// a key of its own.
+func (x *execution) idempotencyKey(i int, call model.ToolCall) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.step+1, i, call.Name)
+	h.Write(call.Arguments)
+	return "af-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // sandboxCall sends a call to the run's sandbox, starting it on first use.
@@ -147,7 +151,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	if err != nil {
 		return tool.Errorf("%s: no sandbox could be started for this run: %v", call.Name, err)
 	}
-	res, err := sb.Client.Call(ctx, call.Name, call.Arguments, x.idempotencyKey(i))
+	res, err := sb.Client.Call(ctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
 		return res

@@ -8,20 +8,22 @@
 //
 // A run's life is a sequence of committed steps, each one transaction:
 //
-//	step 1        run.started; the input becomes the first message
-//	model step    the model's answer; its tokens and the tool calls it asks
-//	              for are spent (the budget refuses them before any runs);
-//	              a tool.call event each
-//	tool step     the calls' results, in order (read-only neighbours ran at
-//	              once); a tool.result event each, plan.updated for a plan
-//	last step     run.ended; then the run moves to its final status
+//	step 1   run.started; the input becomes the first message
+//	turn     the model's answer and the tool calls it asks for, run (read-only
+//	         neighbours at once) before the commit; the answer, the results,
+//	         a tool.call and a tool.result event each (plan.updated for a
+//	         plan), the tokens and the calls spent — refused, with nothing
+//	         written, when the run was cancelled meanwhile or the budget is
+//	         spent; the budget is checked before the calls run, too
+//	last     run.ended; then the run moves to its final status
 //
 // The checkpoint after each step is the whole state (the conversation, the
 // plan, the usage), so any invocation goes on from the last committed step.
-// A step that was committed never runs again; a tool step cut short runs
-// again in full, and its sandbox calls carry an Idempotency-Key derived
-// from the run, the step and the call, so that sandboxd answers a call that
-// already ran with its first result instead of running it twice.
+// A step that was committed never runs again. A turn cut short commits
+// nothing, and the next invocation asks the model again; its sandbox calls
+// carry an Idempotency-Key made from the run, the step and the call (its
+// place, tool and arguments), so that sandboxd answers a call the new
+// answer repeats with its first result instead of running it twice.
 //
 // # Invocations
 //

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
@@ -54,6 +55,9 @@ type Config struct {
 	// MaxTokens caps each answer's output tokens; 0 means the provider's
 	// default.
 	MaxTokens int
+	// Watch is how often a running run's status is read, to notice a
+	// cancellation between turns; 0 means 2 seconds.
+	Watch time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives the runner's log lines; nil means slog.Default().
@@ -106,6 +110,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Watch <= 0 {
+		cfg.Watch = 2 * time.Second
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
@@ -136,6 +143,12 @@ func (r *Runner) Run(ctx context.Context, runID string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// Keep time to hand the run over when a turn runs into the deadline.
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadline(ctx, dl.Add(-handOverReserve))
+		defer stop()
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -198,6 +211,8 @@ type execution struct {
 	holder string
 	// unlease stops renewing the lease and releases it, once.
 	unlease func()
+	// cancelled is set when the run is seen cancelled between turns.
+	cancelled atomic.Bool
 	def     *fleet.Definition
 	st      *state
 	step    int64 // the last committed step
@@ -253,38 +268,55 @@ func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease
 	return x, nil
 }
 
-// loop runs steps until the run ends or the deadline nears.
+// loop runs turns until the run ends or the deadline nears.
 func (x *execution) loop(ctx context.Context) error {
 	if x.step == 0 {
 		if err := x.start(ctx); err != nil {
 			return err
 		}
 	}
+	defer x.watch(ctx)()
 	for {
-		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
-			return x.interrupted(ctx, err)
+		if ctx.Err() != nil {
+			return x.interrupted(ctx, context.Cause(ctx))
 		}
-		cur, err := x.r.cfg.Store.GetRun(ctx, x.run.ID)
-		if err != nil {
-			return x.interrupted(ctx, err)
-		}
-		if cur.Status == store.StatusCancelled {
+		if x.cancelled.Load() {
 			return x.end(ctx, store.StatusCancelled, "", nil)
 		}
 		if x.nearDeadline(ctx) {
 			return x.handOver(ctx)
 		}
-		if calls := x.st.pending(); len(calls) > 0 {
-			if err := x.toolStep(ctx, calls); err != nil {
-				return err
-			}
-			continue
-		}
-		done, err := x.modelStep(ctx)
+		done, err := x.turn(ctx)
 		if err != nil || done {
 			return err
 		}
 	}
+}
+
+// watch notices a cancellation between turns without a read on each: it
+// reads the run's status every Config.Watch. (The turn's commit refuses a
+// cancelled run too, so a cancel that lands between two reads stops the
+// run at that commit.) It returns the function that stops it.
+func (x *execution) watch(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(x.r.cfg.Watch)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID); err == nil && run.Status == store.StatusCancelled {
+					x.cancelled.Store(true)
+					return
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // start commits step 1: run.started and the input as the first message.
@@ -298,13 +330,20 @@ func (x *execution) start(ctx context.Context) error {
 		text = "(The run was started without input.)"
 	}
 	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: text}}}}
-	return x.commit(ctx, store.Budget{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source}))
+	return x.commit(ctx, store.Step{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source}))
 }
 
-// modelStep asks the model for its next answer and commits it: tokens
-// spent, the tool calls it asks for (spent too, before any runs) as
-// tool.call events, or the run's end when it answers without one.
-func (x *execution) modelStep(ctx context.Context) (done bool, err error) {
+// turn is one step: the model's next answer, the tool calls it asks for,
+// and one commit of both — the answer and the results, a tool.call and a
+// tool.result event each, the tokens and the calls spent — or the run's
+// end when it answers without a tool call.
+//
+// A turn cut short (the invocation's deadline, the process stopping)
+// commits nothing: the next invocation asks the model again. Its sandbox
+// calls carry keys made from the run, the step, the call's place, name and
+// arguments, so that a call the new answer repeats is answered from
+// sandboxd's cache instead of running twice.
+func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	if err := x.fitContext(ctx); err != nil || x.st.Ended != nil {
 		return true, err
 	}
@@ -320,7 +359,7 @@ func (x *execution) modelStep(ctx context.Context) (done bool, err error) {
 	x.note(Note{})
 	if err != nil {
 		if ctx.Err() != nil {
-			return true, x.interrupted(ctx, err)
+			return true, x.interrupted(ctx, context.Cause(ctx))
 		}
 		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeModel, Message: err.Error()})
 	}
@@ -328,87 +367,116 @@ func (x *execution) modelStep(ctx context.Context) (done bool, err error) {
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
 	x.st.LastInput = resp.Usage.InputTokens
 	spend := store.Budget{Tokens: resp.Usage.Total()}
-	calls := resp.Message.ToolCalls()
 	resp.Message.Role = model.Assistant
 	for i := range resp.Message.Content {
 		if tc := resp.Message.Content[i].ToolCall; tc != nil && len(tc.Arguments) == 0 {
 			tc.Arguments = json.RawMessage("{}")
 		}
 	}
+	calls := resp.Message.ToolCalls()
+	x.st.Messages = append(x.st.Messages, resp.Message)
 	if len(calls) == 0 {
 		answer := strings.TrimSpace(resp.Message.Text())
 		switch {
 		case answer == "":
 			return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeNoAnswer,
-				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spendOnEnd(spend)...)
+				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spend)
 		case resp.Stop == model.StopMaxTokens:
 			answer += "\n\n[The answer was cut at the model's output limit.]"
 		}
-		x.st.Messages = append(x.st.Messages, resp.Message)
-		return true, x.end(ctx, store.StatusSucceeded, answer, nil, spendOnEnd(spend)...)
+		return true, x.end(ctx, store.StatusSucceeded, answer, nil, spend)
 	}
-	x.st.Messages = append(x.st.Messages, resp.Message)
-	x.st.Usage.ToolCalls += int64(len(calls))
+	if x.cancelled.Load() {
+		return true, x.end(ctx, store.StatusCancelled, "", nil)
+	}
 	spend.ToolCalls = int64(len(calls))
-	events := make([]store.NewEvent, len(calls))
-	for i, c := range calls {
-		events[i] = newEvent(EventToolCall, ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	if msg, ok := x.affords(spend); !ok {
+		// Refused before any call runs; the commit would refuse it after.
+		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: fault.RunBudgetSpent.ID(), Message: msg})
 	}
-	if err := x.commit(ctx, spend, events...); err != nil {
-		if errors.Is(err, fault.RunBudgetSpent) {
-			return true, x.budgetSpent(ctx, err)
-		}
-		return true, err
+	x.st.Usage.ToolCalls += spend.ToolCalls
+	events := make([]store.NewEvent, 0, 2*len(calls))
+	for _, c := range calls {
+		ev := newEvent(EventToolCall, ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		events = append(events, ev)
+		x.notePending(ev)
 	}
-	return false, nil
-}
-
-// toolStep runs the pending calls and commits their results.
-func (x *execution) toolStep(ctx context.Context, calls []model.ToolCall) error {
-	results, events := x.runTools(ctx, calls)
+	results, resultEvents := x.runTools(ctx, calls)
 	if ctx.Err() != nil {
-		// Cut short (the lease lost or the invocation ending): commit
-		// nothing; the next invocation runs the calls again, and sandboxd's
-		// Idempotency-Key answers those that ran with their first result.
-		return x.interrupted(ctx, context.Cause(ctx))
+		return true, x.interrupted(ctx, context.Cause(ctx))
 	}
 	parts := make([]model.Part, len(results))
 	for i := range results {
 		parts[i] = model.Part{ToolResult: &results[i]}
 	}
 	x.st.Messages = append(x.st.Messages, model.Message{Role: model.User, Content: parts})
-	return x.commit(ctx, store.Budget{}, events...)
+	err = x.commit(ctx, store.Step{Spend: spend, WhileRunning: true}, append(events, resultEvents...)...)
+	switch {
+	case errors.Is(err, store.ErrRunEnded):
+		return true, x.end(ctx, store.StatusCancelled, "", nil)
+	case errors.Is(err, fault.RunBudgetSpent):
+		return true, x.budgetSpent(ctx, err)
+	}
+	return false, err
 }
 
-// commit commits the next step: the state as it is now, events and spend.
-func (x *execution) commit(ctx context.Context, spend store.Budget, events ...store.NewEvent) error {
+// affords reports whether the run's budget, as this invocation knows it,
+// still holds spend; if not, it says which figure runs out. The commit
+// checks again atomically: children spending the same budget at once may
+// still make it refuse.
+func (x *execution) affords(spend store.Budget) (string, bool) {
+	lim, used := x.run.Limits, x.run.Spent
+	switch {
+	case lim.ToolCalls > 0 && used.ToolCalls+spend.ToolCalls > lim.ToolCalls:
+		return fmt.Sprintf("run %s has %d of %d tool calls left and the model asked for %d", x.run.ID, lim.ToolCalls-used.ToolCalls, lim.ToolCalls, spend.ToolCalls), false
+	case lim.Tokens > 0 && used.Tokens+spend.Tokens > lim.Tokens:
+		return fmt.Sprintf("run %s has %d of %d tokens left and the last model call used %d", x.run.ID, max(lim.Tokens-used.Tokens, 0), lim.Tokens, spend.Tokens), false
+	}
+	return "", true
+}
+
+// commit commits the next step: the state as it is now, with st's spend
+// and condition, and events.
+func (x *execution) commit(ctx context.Context, st store.Step, events ...store.NewEvent) error {
 	next := x.step + 1
 	data, err := x.r.encode(ctx, x.run.ID, next, x.st)
 	if err != nil {
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
-	first, err := x.r.cfg.Store.CommitStep(ctx, x.run.ID, store.Step{Holder: x.holder, Number: next, Checkpoint: data, Events: events, Spend: spend})
+	st.Holder, st.Number, st.Checkpoint, st.Events = x.holder, next, data, events
+	first, err := x.r.cfg.Store.CommitStep(ctx, x.run.ID, st)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
 	x.step = next
+	x.run.Spent.Tokens += st.Spend.Tokens
+	x.run.Spent.ToolCalls += st.Spend.ToolCalls
 	if x.r.cfg.Observer != nil {
 		at := x.r.cfg.Now().UTC().Format(time.RFC3339Nano)
 		for i, ev := range events {
+			if ev.Type == EventToolCall {
+				continue // seen before the calls ran; see notePending
+			}
 			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Data: ev.Data}})
 		}
 	}
 	return nil
 }
 
-// spendOnEnd is the spending an ending step commits: the last model call's
-// tokens. It is the end's to commit, so that a budget spent by that very
-// call still ends the run with its answer lost, not its record.
-func spendOnEnd(b store.Budget) []store.Budget { return []store.Budget{b} }
+// notePending shows a tool call to the Observer as it starts, before the
+// turn commits it (its Seq is 0 until then).
+func (x *execution) notePending(ev store.NewEvent) {
+	if x.r.cfg.Observer != nil {
+		x.note(Note{Event: &Event{Type: ev.Type, Time: x.r.cfg.Now().UTC().Format(time.RFC3339Nano), Data: ev.Data}})
+	}
+}
 
 // end commits run.ended, moves the run to status, and stops its sandbox.
 // answer is the final answer (succeeded); runErr says why it did not
 // succeed (nil for succeeded and cancelled).
+//
+// spend is the last model call's tokens, when that call is what ended the
+// run: a budget that call itself spent ends it failed, saying so.
 func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
 	ended := &RunEnded{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}
 	if len(answer) > MaxEventAnswer {
@@ -419,9 +487,8 @@ func (x *execution) end(ctx context.Context, status store.Status, answer string,
 	if len(spend) > 0 {
 		b = spend[0]
 	}
-	err := x.commit(ctx, b, newEvent(EventRunEnded, ended))
+	err := x.commit(ctx, store.Step{Spend: b}, newEvent(EventRunEnded, ended))
 	if errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}) {
-		// The last call itself spent the budget: end failed, saying so.
 		return x.budgetSpent(ctx, err)
 	}
 	if err != nil {
@@ -490,6 +557,10 @@ func (x *execution) handOver(ctx context.Context) error {
 	x.r.log.Info("handed the run over before the deadline", "run_id", x.run.ID, "step", x.step)
 	return errHandedOver
 }
+
+// handOverReserve is the time kept before an invocation's deadline for
+// handing the run over when a turn runs into it.
+const handOverReserve = 15 * time.Second
 
 // errHandedOver ends an invocation that handed its run to a new one: no
 // failure, and nothing more to do here.

@@ -336,31 +336,53 @@ func TestBudget(t *testing.T) {
 	}
 }
 
-func TestCancelledRunStopsAtItsNextStep(t *testing.T) {
+// TestCancelledRunStops: a run cancelled between turns stops before the
+// next (the status is watched), and one cancelled while a turn's tools run
+// stops at that turn's commit, which writes nothing.
+func TestCancelledRunStops(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, appendThrice)
-	d := e.fleet(definition("cancel", "bash"))
-	id := e.start(d, "append")
-	var once atomic.Bool
-	e.onNote = func(n runner.Note) {
-		if n.Event != nil && n.Event.Type == runner.EventToolResult && once.CompareAndSwap(false, true) {
-			if _, err := e.store.Transition(ctx, id, store.StatusCancelled, "stopped by a person"); err != nil {
-				t.Error(err)
+	for _, tc := range []struct {
+		name    string
+		on      string        // the note that cancels
+		watch   time.Duration // how often the status is read
+		results int           // tool.result events committed
+	}{
+		{"between turns", runner.EventToolResult, 10 * time.Millisecond, 1},
+		{"while its tools run", runner.EventToolCall, time.Hour, 0}, // only the commit notices
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, appendThrice, func(c *runner.Config) { c.Watch = tc.watch })
+			d := e.fleet(definition("cancel", "bash"))
+			id := e.start(d, "append")
+			var once atomic.Bool
+			e.onNote = func(n runner.Note) {
+				if n.Event != nil && n.Event.Type == tc.on && once.CompareAndSwap(false, true) {
+					if _, err := e.store.Transition(ctx, id, store.StatusCancelled, "stopped by a person"); err != nil {
+						t.Error(err)
+					}
+					if tc.watch < time.Second {
+						time.Sleep(200 * time.Millisecond) // the watch reads the status meanwhile
+					}
+				}
 			}
-		}
-	}
-	if err := e.runner.Run(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	run, end := e.ended(id)
-	if run.Status != store.StatusCancelled || end.Status != store.StatusCancelled {
-		t.Fatalf("run %s, ended %s", run.Status, end.Status)
-	}
-	if got := e.read("calls.log"); got != "one\n" {
-		t.Errorf("calls.log = %q: the run went on after it was cancelled", got)
-	}
-	if e.sandbox.Running(id) {
-		t.Error("the cancelled run's sandbox was not released")
+			if err := e.runner.Run(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			run, end := e.ended(id)
+			if run.Status != store.StatusCancelled || end.Status != store.StatusCancelled {
+				t.Fatalf("run %s, ended %s", run.Status, end.Status)
+			}
+			if got := e.read("calls.log"); got != "one\n" {
+				t.Errorf("calls.log = %q: the run went on after it was cancelled", got)
+			}
+			if n := len(e.results(id)); n != tc.results {
+				t.Errorf("%d tool results committed, want %d", n, tc.results)
+			}
+			if e.sandbox.Running(id) {
+				t.Error("the cancelled run's sandbox was not released")
+			}
+		})
 	}
 }
 

@@ -30,19 +30,6 @@ type state struct {
 
 const stateVersion = 1
 
-// pending returns the tool calls of the last model answer that have no
-// results yet: the work of the next step.
-func (s *state) pending() []model.ToolCall {
-	if len(s.Messages) == 0 {
-		return nil
-	}
-	last := s.Messages[len(s.Messages)-1]
-	if last.Role != model.Assistant {
-		return nil
-	}
-	return last.ToolCalls()
-}
-
 // BlobStore keeps checkpoints too large for a DynamoDB item (S3 in AWS,
 // moto locally). Safe for concurrent use.
 type BlobStore interface {

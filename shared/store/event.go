@@ -214,6 +214,10 @@ type Step struct {
 	Events []NewEvent
 	// Spend is added to the run's spending, checked against its limits.
 	Spend Budget
+	// WhileRunning makes the commit also require the run to be running:
+	// a run cancelled (or ended) meanwhile fails it with ErrRunEnded and
+	// nothing is written.
+	WhileRunning bool
 }
 
 // CommitStep commits one step of the agent loop in one transaction: the
@@ -223,7 +227,8 @@ type Step struct {
 // package documentation for write units).
 //
 // It fails with fault.RunLeaseHeld unless st.Holder holds the lease,
-// ErrStepCommitted unless st.Number exceeds the last committed step, and
+// ErrStepCommitted unless st.Number exceeds the last committed step,
+// ErrRunEnded when st.WhileRunning and the run is not running, and
 // fault.RunBudgetSpent (nothing written) when the spending would exceed the
 // run's limits. It returns the sequence number of the first event (0 with
 // no events).
@@ -264,6 +269,9 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 			update += ", " + seq + " = " + e.i(last+int64(len(st.Events)))
 			cond += " AND " + seq + " = " + e.i(last)
 		}
+		if st.WhileRunning {
+			cond += " AND " + e.n("status") + " = " + e.s(string(StatusRunning))
+		}
 		if st.Spend != (Budget{}) {
 			u, c := spendExpr(e, st.Spend)
 			update += ", " + u
@@ -297,6 +305,8 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 					return leaseHeld(runID, cur)
 				case cur.CkptStep >= st.Number:
 					return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
+				case st.WhileRunning && cur.Status != StatusRunning:
+					return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
 				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
 					return budgetSpent(runID, cur, st.Spend)
 				}

@@ -192,3 +192,41 @@ func TestCommitStep(t *testing.T) {
 		t.Fatalf("events = %+v, want model, tool, tool (refused steps write none)", evs)
 	}
 }
+
+// TestCommitStepWhileRunning: a step that must find the run running is
+// refused, writing nothing, once the run is cancelled; the run's last step
+// (its end) still commits without the condition.
+func TestCommitStepWhileRunning(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fleet(t, "ops")
+	r, _, err := e.CreateRun(ctx, store.NewRun{Fleet: "ops", Source: store.SourceAPI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.AcquireLease(ctx, r.ID, "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "a", Number: 1, WhileRunning: true}); !errors.Is(err, store.ErrRunEnded) {
+		t.Fatalf("a step of a queued run = %v, want ErrRunEnded", err)
+	}
+	if _, err := e.Transition(ctx, r.ID, store.StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "a", Number: 1, WhileRunning: true, Events: []store.NewEvent{{Type: "tool"}}}); err != nil {
+		t.Fatalf("a step of a running run: %v", err)
+	}
+	if _, err := e.Transition(ctx, r.ID, store.StatusCancelled, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "a", Number: 2, WhileRunning: true, Events: []store.NewEvent{{Type: "tool"}}}); !errors.Is(err, store.ErrRunEnded) {
+		t.Fatalf("a step of a cancelled run = %v, want ErrRunEnded", err)
+	}
+	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "a", Number: 2, Events: []store.NewEvent{{Type: "run.ended"}}}); err != nil {
+		t.Fatalf("the end of a cancelled run: %v", err)
+	}
+	evs, _, _ := e.ListEvents(ctx, r.ID, 1, 10)
+	if len(evs) != 2 || evs[1].Type != "run.ended" {
+		t.Fatalf("events %+v, want tool then run.ended", evs)
+	}
+}
