@@ -213,10 +213,10 @@ type execution struct {
 	unlease func()
 	// cancelled is set when the run is seen cancelled between turns.
 	cancelled atomic.Bool
-	def     *fleet.Definition
-	st      *state
-	step    int64 // the last committed step
-	tools   *toolset
+	def       *fleet.Definition
+	st        *state
+	step      int64 // the last committed step
+	tools     *toolset
 	// sandbox is the run's sandbox once a tool needed it; mu guards it
 	// across concurrent tool calls.
 	mu      sync.Mutex
