@@ -31,7 +31,7 @@ var ctx = context.Background()
 // env is a runner over a fresh table, a workdir of its own served by
 // in-process sandboxes, and local functions.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	store    *store.Store
 	db       *dynamodb.Client
 	work     string
@@ -45,7 +45,7 @@ type env struct {
 	modelHit int
 }
 
-func newEnv(t *testing.T, script string, opts ...func(*runner.Config)) *env {
+func newEnv(t testing.TB, script string, opts ...func(*runner.Config)) *env {
 	t.Helper()
 	db := dynamodb.NewFromConfig(awstest.Config(t))
 	table := awstest.UniqueName(t, "run")
@@ -208,7 +208,7 @@ tools = ["` + strings.Join(tools, `", "`) + `"]
 `
 }
 
-func wait(t *testing.T, what string, cond func() bool) {
+func wait(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
