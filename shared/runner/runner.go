@@ -69,6 +69,8 @@ type Note struct {
 	RunID string
 	// Event is a committed event, or nil.
 	Event *Event
+	// Calling is a tool call starting, before its turn commits it.
+	Calling *ToolCall
 	// Thinking is true while a model call is under way; Text carries its
 	// streamed text.
 	Thinking bool
@@ -397,9 +399,9 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	x.st.Usage.ToolCalls += spend.ToolCalls
 	events := make([]store.NewEvent, 0, 2*len(calls))
 	for _, c := range calls {
-		ev := newEvent(EventToolCall, ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
-		events = append(events, ev)
-		x.notePending(ev)
+		tc := ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		events = append(events, newEvent(EventToolCall, tc))
+		x.note(Note{Calling: &tc})
 	}
 	results, resultEvents := x.runTools(ctx, calls)
 	if ctx.Err() != nil {
@@ -454,21 +456,10 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 	if x.r.cfg.Observer != nil {
 		at := x.r.cfg.Now().UTC().Format(time.RFC3339Nano)
 		for i, ev := range events {
-			if ev.Type == EventToolCall {
-				continue // seen before the calls ran; see notePending
-			}
 			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Data: ev.Data}})
 		}
 	}
 	return nil
-}
-
-// notePending shows a tool call to the Observer as it starts, before the
-// turn commits it (its Seq is 0 until then).
-func (x *execution) notePending(ev store.NewEvent) {
-	if x.r.cfg.Observer != nil {
-		x.note(Note{Event: &Event{Type: ev.Type, Time: x.r.cfg.Now().UTC().Format(time.RFC3339Nano), Data: ev.Data}})
-	}
 }
 
 // end commits run.ended, moves the run to status, and stops its sandbox.

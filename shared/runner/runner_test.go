@@ -193,7 +193,7 @@ func TestCutToolStepRunsNoCallTwice(t *testing.T) {
 	defer cancel()
 	var once atomic.Bool
 	e.onNote = func(n runner.Note) {
-		if n.Event != nil && n.Event.Type == runner.EventToolCall && once.CompareAndSwap(false, true) {
+		if n.Calling != nil && once.CompareAndSwap(false, true) {
 			go func() {
 				wait(t, "the first call to run", func() bool { return strings.Contains(e.readMaybe("calls.log"), "one") })
 				cancel()
@@ -357,7 +357,8 @@ func TestCancelledRunStops(t *testing.T) {
 			id := e.start(d, "append")
 			var once atomic.Bool
 			e.onNote = func(n runner.Note) {
-				if n.Event != nil && n.Event.Type == tc.on && once.CompareAndSwap(false, true) {
+				seen := n.Event != nil && n.Event.Type == tc.on || n.Calling != nil && tc.on == runner.EventToolCall
+				if seen && once.CompareAndSwap(false, true) {
 					if _, err := e.store.Transition(ctx, id, store.StatusCancelled, "stopped by a person"); err != nil {
 						t.Error(err)
 					}
