@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -58,7 +57,7 @@ func apiError(aerr *sdk.Error) *model.Error {
 		h = aerr.Response.Header
 	}
 	me.Retryable = retryable(me.Status, aerr, h)
-	me.RetryAfter = retryAfter(h, time.Now())
+	me.RetryAfter = model.RetryAfter(h, time.Now())
 	return me
 }
 
@@ -104,30 +103,6 @@ func apiMessage(aerr *sdk.Error) string {
 		msg = string(t) + ": " + msg
 	}
 	return msg
-}
-
-// retryAfter is the wait the response asked for: retry-after-ms, else
-// Retry-After in seconds or as an HTTP date; 0 when neither says.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // transient says whether an error without a response is one a retry may

@@ -42,7 +42,7 @@ func callError(ctx context.Context, modelID string, err error) error {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil {
 		me.Status = re.HTTPStatusCode()
-		me.RetryAfter = retryAfter(re.Response.Header, time.Now())
+		me.RetryAfter = model.RetryAfter(re.Response.Header, time.Now())
 	}
 	var api smithy.APIError
 	switch {
@@ -130,28 +130,4 @@ func modelErrorRetryable(err error) bool {
 // them).
 func retryableStatus(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
-}
-
-// retryAfter reads retry-after-ms (milliseconds) or Retry-After (seconds
-// or an HTTP date); 0 when neither says.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

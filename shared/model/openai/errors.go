@@ -56,7 +56,7 @@ func failure(ctx context.Context, resp *http.Response, err error) error {
 			Message:  msg,
 			// OpenAI answers a spent quota with 429 too; no wait fixes it.
 			Retryable:  retryableStatus(status) && !strings.Contains(code, "insufficient_quota"),
-			RetryAfter: retryAfter(resp.Header, time.Now()),
+			RetryAfter: model.RetryAfter(resp.Header, time.Now()),
 			Err:        err,
 		}
 	}
@@ -193,28 +193,4 @@ func clip(s string) string {
 		return s[:maxMessage] + "…"
 	}
 	return s
-}
-
-// retryAfter reads retry-after-ms (OpenAI's) or Retry-After, in seconds
-// or as an HTTP date; 0 when neither says.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

@@ -721,33 +721,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		header map[string]string
-		want   time.Duration
-	}{
-		{nil, 0},
-		{map[string]string{"Retry-After": "3"}, 3 * time.Second},
-		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
-		{map[string]string{"Retry-After": "-1"}, 0},
-		{map[string]string{"Retry-After": "soon"}, 0},
-		{map[string]string{"Retry-After": now.Add(time.Minute).Format(http.TimeFormat)}, time.Minute},
-		{map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
-		{map[string]string{"Retry-After-Ms": "250"}, 250 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		h := http.Header{}
-		for k, v := range tt.header {
-			h.Set(k, v)
-		}
-		if got := retryAfter(h, now); got != tt.want {
-			t.Errorf("retryAfter(%v) got %v, want %v", tt.header, got, tt.want)
-		}
-	}
-}
-
 func jsonEqual(t *testing.T, a, b []byte) bool {
 	t.Helper()
 	var x, y any

@@ -11,8 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/agentsfleet/agentsfleet/shared/model"
 )
 
 // ParseError is a script that cannot be loaded: File is the name given to
