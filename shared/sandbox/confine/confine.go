@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,27 @@ type Policy struct {
 	// Zero means NobodyID. Ignored when sandboxd is not root: the process
 	// then keeps sandboxd's uid.
 	UID, GID int
-	// Env is added to the base environment (PATH, HOME, LANG…). Variables
+	// KeepRoot, when sandboxd runs as root, makes the process keep uid and
+	// gid 0 instead of dropping to UID:GID, with every capability gone:
+	// the securebits NOROOT and NO_SETUID_FIXUP set and locked, the
+	// bounding and ambient sets empty, and empty effective, permitted and
+	// inheritable sets, then no_new_privs as always. File ownership and
+	// Landlock then decide what it touches: it meets the permissions of
+	// the files root owns (it may write them where Landlock lets it) and
+	// nothing beyond, no CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_MKNOD,
+	// CAP_NET_BIND_SERVICE, CAP_SETUID, CAP_SYS_ADMIN or any other. It is
+	// sandboxd's local mode for a workdir root owns (sandboxd --local
+	// --user 0), never the image's. Landlock is required (Command fails
+	// without it), UncheckedReads is ignored (root owns files outside the
+	// roots), and from Landlock ABI 6 signals are scoped to the command's
+	// own descendants (root shares its uid with the machine's daemons).
+	// RLIMIT_NPROC does not bind uid 0 (the kernel exempts root's user
+	// whatever its capabilities): processes are bounded only by the
+	// machine's (or container's) pid limit. Ignored when sandboxd is not
+	// root.
+	KeepRoot bool
+	// Env is added to the base environment (PATH, HOME, LANG…): a
+	// variable of Env replaces the base one of the same name. Variables
 	// that Scrub removes are removed from it too.
 	Env []string
 	// UncheckedReads leaves reading, executing and truncating files to
@@ -168,7 +189,13 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		Seccomp:        !p.noSeccomp,
 		UncheckedReads: p.UncheckedReads,
 	}
-	if isRoot() {
+	switch {
+	case isRoot() && p.KeepRoot:
+		if !w.Landlock {
+			return errors.New("confine: a command that keeps uid 0 needs Landlock, which this kernel lacks: without it, root's files outside the roots would be writable to it")
+		}
+		w.NoCaps, w.UncheckedReads = true, false
+	case isRoot():
 		w.UID, w.GID = ids(p.UID, p.GID)
 	}
 	var err error
@@ -183,7 +210,7 @@ func (p *Policy) setup(cmd *exec.Cmd, name string, args []string) error {
 		return fmt.Errorf("confine: %w", err)
 	}
 
-	env := append(BaseEnv(), Scrub(p.Env)...)
+	env := mergeEnv(BaseEnv(), Scrub(p.Env))
 	cmd.Args = append([]string{trampolineArg0, name}, args...)
 	cmd.Env = append(env, policyEnv+"="+enc)
 	if lookErr := precheck(name, env); lookErr != nil {
@@ -214,11 +241,15 @@ func rootAgain() *syscall.Credential {
 
 // Identity returns the uid and gid a process confined under p runs as:
 // p.UID and p.GID (zero meaning NobodyID) when sandboxd is root, acting as
-// another user or not (ActAs), sandboxd's own otherwise. sandboxd uses it
-// to hand the process things it must own, such as its terminal.
+// another user or not (ActAs), 0 and 0 when it is root and p.KeepRoot,
+// sandboxd's own otherwise. sandboxd uses it to hand the process things it
+// must own, such as its terminal.
 func (p *Policy) Identity() (uid, gid int) {
-	if !isRoot() {
+	switch {
+	case !isRoot():
 		return os.Getuid(), os.Getgid()
+	case p.KeepRoot:
+		return 0, 0
 	}
 	return ids(p.UID, p.GID)
 }
@@ -308,6 +339,22 @@ func precheck(name string, env []string) error {
 		}
 	}
 	return &exec.Error{Name: name, Err: exec.ErrNotFound}
+}
+
+// mergeEnv returns base with the variables of extra added, each replacing
+// base's variable of the same name, so that a name appears once.
+func mergeEnv(base, extra []string) []string {
+	out := slices.Clone(base)
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(out, func(o string) bool { return strings.HasPrefix(o, name+"=") })
+		if i >= 0 {
+			out[i] = kv
+		} else {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // BaseEnv is the environment every confined process starts from. Nothing in
@@ -412,7 +459,9 @@ func (p *Policy) Status() string {
 	} else {
 		b.WriteString("; seccomp unavailable: " + err.Error())
 	}
-	if uid, gid := p.Identity(); isRoot() {
+	if uid, gid := p.Identity(); isRoot() && p.KeepRoot {
+		b.WriteString("; children keep uid 0 without capabilities")
+	} else if isRoot() {
 		fmt.Fprintf(&b, "; children run as %d:%d", uid, gid)
 	} else {
 		fmt.Fprintf(&b, "; children keep sandboxd's uid %d", uid)

@@ -19,7 +19,14 @@
 //  1. when sandboxd is root, drops to the policy's uid and gid ([NobodyID]
 //     by default) with no supplementary groups, after the child has
 //     entered cmd.Dir, re-arms the parent-death signal and checks that
-//     sandboxd still lives and that the uid may use the directory;
+//     sandboxd still lives and that the uid may use the directory; under
+//     a [Policy.KeepRoot] policy (sandboxd's local mode for a workdir root
+//     owns) it keeps uid 0 and drops every capability instead: the
+//     securebits NOROOT, NO_SETUID_FIXUP, KEEP_CAPS (off) and
+//     NO_CAP_AMBIENT_RAISE set and locked, every capability up to the
+//     kernel's last dropped from the bounding set, the ambient set
+//     cleared, the effective, permitted and inheritable sets emptied
+//     (capset), and checks that nothing is left;
 //  2. looks the program up in the final PATH, as the confined uid;
 //  3. sets the rlimits (processes, file size, open files, CPU seconds; core
 //     dumps off);
@@ -57,8 +64,12 @@
 // root it then calls [ActAs] with its commands' identity: it keeps root as
 // its real and saved ids, which keeps its commands from it, and opens files
 // with their permissions; a trampoline starts as root again, which the real
-// id allows, and drops every id for good. Tests call [PrepareRoots] to hand writable roots to
-// the confined uid.
+// id allows, and drops every id for good. In local mode for a workdir root
+// owns (--local --user 0) it calls [ShedCapabilities] instead: it stays uid
+// 0 and sheds every capability of every thread, which the constructor in
+// trampoline.c does when sandboxd executes itself again, before the Go
+// runtime starts a thread. Tests call [PrepareRoots] to hand writable roots
+// to the confined uid.
 //
 // # Security boundary
 //
@@ -119,6 +130,12 @@
 //     other commands that share its uid (so that one command can stop a
 //     server another started), nor, without Landlock, from reading their
 //     /proc/<pid>/environ;
+//   - bound the processes of a [Policy.KeepRoot] command: the kernel does
+//     not apply RLIMIT_NPROC to uid 0, with or without capabilities, so
+//     only the machine's (or container's) pid limit does;
+//   - keep a [Policy.KeepRoot] command from writing files root owns inside
+//     the writable roots, or from reading those it may read: file
+//     ownership decides there, as for any uid;
 //   - bound memory use: RLIMIT_AS bounds virtual address space, which is not
 //     the same thing (programs that reserve large address ranges, like
 //     Chromium or a JVM on a large host, need a larger limit);

@@ -134,6 +134,8 @@ func helperMain(args []string) int {
 		return 0
 	case "act-as":
 		return helperActAs(rest)
+	case "shed":
+		return helperShed(rest)
 	case "many-threads":
 		// A sandboxd with more threads than a filter names: what it logs.
 		var log strings.Builder

@@ -49,7 +49,10 @@ var (
 // knows, less uncheckedRights for a policy with UncheckedReads) and the IPC
 // it scopes: abstract UNIX sockets outside the domain are refused; signals
 // are not scoped, so that one command can stop a server another one
-// started (the seccomp filter guards sandboxd).
+// started (the seccomp filter guards sandboxd), except for a command that
+// keeps uid 0 (wirePolicy.NoCaps): it shares its uid with every root
+// process of the machine, which it could signal otherwise, so from ABI 6 it
+// signals only its own descendants.
 func landlockHandled(w *wirePolicy, abi int) (handled, scoped uint64) {
 	bits := 0
 	switch {
@@ -70,6 +73,9 @@ func landlockHandled(w *wirePolicy, abi int) (handled, scoped uint64) {
 	}
 	if abi >= 6 {
 		scoped = ll.ScopeAbstractUnixSocket
+		if w.NoCaps {
+			scoped |= ll.ScopeSignal
+		}
 	}
 	return handled, scoped
 }

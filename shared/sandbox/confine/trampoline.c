@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
@@ -41,6 +42,17 @@
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+// The securebits (linux/securebits.h) a process that keeps uid 0 without
+// capabilities sets and locks: root gains nothing at exec (NOROOT), changing
+// ids touches no capability (NO_SETUID_FIXUP), KEEP_CAPS stays off and
+// nothing can be raised into the ambient set.
+#define SECURE_BITS_NOCAPS ((1 << 0) | (1 << 1) | (1 << 2) | (1 << 3) | (1 << 5) | (1 << 6) | (1 << 7))
+#define SECBIT_KEEP_CAPS_BIT (1 << 4)
 
 enum {
 	exit_confine = 125, // ExitConfineFailure
@@ -55,6 +67,11 @@ static const char arg0_cold[] = "agentsfleet-confine";
 static const char arg0_warm[] = "agentsfleet-confine-warm";
 static const char policy_var[] = "AGENTSFLEET_CONFINE_POLICY=";
 static const char policy_magic[] = "agentsfleet-confine-policy 1";
+// nocaps_request, in the environment of a binary that imports confine,
+// makes its constructor drop every capability before the Go runtime starts
+// (ShedCapabilities); it then becomes nocaps_done.
+static const char nocaps_request[] = "AGENTSFLEET_CONFINE_NOCAPS=1";
+static char nocaps_done[] = "AGENTSFLEET_CONFINE_NOCAPS=done";
 
 // Landlock's user ABI (linux/landlock.h), spelled out so that older headers
 // build it: the kernel accepts the larger attribute with zeros it does not
@@ -88,6 +105,7 @@ struct policy {
 	int has_ids;
 	uid_t uid;
 	gid_t gid;
+	int nocaps; // keep uid 0, without any capability
 	pid_t guard;
 	struct limit limits[max_limits];
 	int nlimits;
@@ -198,6 +216,8 @@ static const char *parse(const char *text, struct policy *p) {
 			if (number(&s, &a) || number(&s, &b) || a == 0 || b == 0 || a > 0x7fffffff || b > 0x7fffffff)
 				return "bad ids line";
 			p->has_ids = 1, p->uid = (uid_t)a, p->gid = (gid_t)b;
+		} else if (word(&s, "nocaps")) {
+			p->nocaps = 1;
 		} else if (word(&s, "guard")) {
 			if (number(&s, &a) || a > 0x7fffffff)
 				return "bad guard line";
@@ -246,6 +266,10 @@ static const char *parse(const char *text, struct policy *p) {
 		return "no address-space limit";
 	if (p->seccomp && p->filter == NULL)
 		return "no seccomp filter";
+	if (p->nocaps && p->has_ids)
+		return "both ids and nocaps";
+	if (p->nocaps && !p->landlock)
+		return "nocaps without landlock";
 	return NULL;
 }
 
@@ -381,6 +405,83 @@ static const char *drop_privileges(const struct policy *p, char *why, size_t n) 
 	return NULL;
 }
 
+// drop_capabilities leaves this thread, which keeps its ids (root's), with
+// no capability at all, for good: the securebits above, set and locked
+// (which takes CAP_SETPCAP: when the thread lacks it they must be set
+// already, by the sandboxd it comes from, unless strict is 0), every
+// capability up to the kernel's last dropped from the bounding set, the
+// ambient set cleared, and the effective, permitted and inheritable sets
+// emptied. It then checks that nothing is left. A process of uid 0 so
+// stripped meets file permissions as the owner root and nothing more: no
+// CAP_DAC_OVERRIDE, CAP_CHOWN, CAP_FOWNER, CAP_MKNOD, CAP_NET_BIND_SERVICE,
+// CAP_SETUID, CAP_SYS_ADMIN…; and no exec gives any back (NOROOT, the
+// empty bounding set, and no_new_privs, set later).
+static const char *drop_capabilities(int strict, char *why, size_t n) {
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return snprintf(why, n, "capget: %s", errtext(errno)), why;
+	int setpcap = (data[CAP_SETPCAP / 32].effective >> (CAP_SETPCAP % 32)) & 1;
+	int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+	if (bits < 0)
+		return snprintf(why, n, "prctl(PR_GET_SECUREBITS): %s", errtext(errno)), why;
+	if ((bits & SECURE_BITS_NOCAPS) != SECURE_BITS_NOCAPS) {
+		if (setpcap) {
+			if (prctl(PR_SET_SECUREBITS, (bits & ~SECBIT_KEEP_CAPS_BIT) | SECURE_BITS_NOCAPS, 0, 0, 0) != 0)
+				return snprintf(why, n, "prctl(PR_SET_SECUREBITS): %s", errtext(errno)), why;
+		} else if (strict) {
+			return "the securebits cannot be set without CAP_SETPCAP";
+		}
+	}
+	for (int cap = 0; cap < 64; cap++) {
+		int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+		if (r < 0 && errno == EINVAL)
+			break; // past the kernel's last capability
+		if (r < 0)
+			return snprintf(why, n, "prctl(PR_CAPBSET_READ, %d): %s", cap, errtext(errno)), why;
+		if (r == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+			return snprintf(why, n, "drop capability %d from the bounding set: %s", cap, errtext(errno)), why;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+		return snprintf(why, n, "prctl(PR_CAP_AMBIENT_CLEAR_ALL): %s", errtext(errno)), why;
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		return snprintf(why, n, "capset: %s", errtext(errno)), why;
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return snprintf(why, n, "capget: %s", errtext(errno)), why;
+	for (int i = 0; i < 2; i++)
+		if (data[i].effective || data[i].permitted || data[i].inheritable)
+			return "capabilities left after capset";
+	for (int cap = 0; cap < 64; cap++) {
+		int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+		if (r < 0)
+			break;
+		if (r != 0)
+			return snprintf(why, n, "capability %d left in the bounding set", cap), why;
+	}
+	return NULL;
+}
+
+// keep_root drops every capability of a process that keeps uid 0
+// (Policy.KeepRoot) and then checks, as drop_privileges does, that
+// sandboxd still lives.
+static const char *keep_root(const struct policy *p, char *why, size_t n) {
+	if (getuid() != 0 || geteuid() != 0) {
+		snprintf(why, n, "started as uid %d, not root", (int)geteuid());
+		return why;
+	}
+	const char *err = drop_capabilities(0, why, n);
+	if (err)
+		return err;
+	// Dropping capabilities keeps the parent-death signal; set it again
+	// all the same, as drop_privileges does.
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		return snprintf(why, n, "prctl(PR_SET_PDEATHSIG): %s", errtext(errno)), why;
+	if (p->guard > 0 && getppid() != p->guard)
+		return "sandboxd exited";
+	return NULL;
+}
+
 // restrict_files enforces the Landlock ruleset of p. A path that does not
 // exist or cannot be opened is left out: that only takes access away.
 static const char *restrict_files(const struct policy *p, char *why, size_t n) {
@@ -496,6 +597,17 @@ static void cold(int argc, char **argv, char **env) {
 			fail(exit_confine, "the working directory %s is not usable by uid %d: %s (see confine.PrepareRoots); refusing to run %s as root",
 			     wd, (int)p.uid, errtext(e), name);
 		}
+	} else if (p.nocaps) {
+		if ((err = keep_root(&p, why, sizeof why)))
+			fail(exit_confine, "%s; refusing to run %s with root's capabilities", err, name);
+		if (access(".", X_OK) != 0) {
+			int e = errno;
+			char wd[4096];
+			if (getcwd(wd, sizeof wd) == NULL)
+				snprintf(wd, sizeof wd, "(unknown)");
+			fail(exit_confine, "the working directory %s is not usable by uid 0 without capabilities: %s; refusing to run %s",
+			     wd, errtext(e), name);
+		}
 	}
 	// Look the program up before confining, as the confined uid, in the
 	// final PATH.
@@ -567,6 +679,8 @@ static void warm(char **env) {
 		fail(exit_confine, "decode policy: %s", err);
 	if (p.has_ids && (err = drop_privileges(&p, why, sizeof why)))
 		fail(exit_confine, "%s", err);
+	if (p.nocaps && (err = keep_root(&p, why, sizeof why)))
+		fail(exit_confine, "%s", err);
 	if ((err = confine(&p, why, sizeof why)))
 		fail(exit_confine, "%s", err);
 	// Until it execs, nothing of its uid may read its memory: it will hold
@@ -636,6 +750,18 @@ static void warm(char **env) {
 	exec_limited(&p, file, r.argv, r.env);
 }
 
+// shed drops every capability of this process, still single-threaded, for
+// a root sandboxd in local mode that keeps uid 0 (ShedCapabilities), and
+// marks the request done; its threads, which the Go runtime starts later,
+// inherit the empty sets.
+static void shed(char **var) {
+	char why[1024];
+	const char *err = drop_capabilities(1, why, sizeof why);
+	if (err)
+		fail(exit_confine, "sandboxd cannot drop its capabilities: %s", err);
+	*var = nocaps_done;
+}
+
 __attribute__((constructor)) static void agentsfleet_confine(int argc, char **argv, char **env) {
 	if (argc < 1 || argv == NULL || argv[0] == NULL)
 		return;
@@ -643,4 +769,7 @@ __attribute__((constructor)) static void agentsfleet_confine(int argc, char **ar
 		cold(argc, argv, env);
 	else if (strcmp(argv[0], arg0_warm) == 0)
 		warm(env);
+	for (char **e = env; e && *e; e++)
+		if (strcmp(*e, nocaps_request) == 0)
+			shed(e);
 }

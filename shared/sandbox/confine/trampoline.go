@@ -46,6 +46,9 @@ type wirePolicy struct {
 	// UID and GID, when not zero, are the identity the root trampoline
 	// drops to.
 	UID, GID int
+	// NoCaps makes the root trampoline keep uid 0 and drop every
+	// capability instead (Policy.KeepRoot); UID and GID are then zero.
+	NoCaps bool
 	// UncheckedReads is Policy.UncheckedReads.
 	UncheckedReads bool
 }
@@ -59,6 +62,7 @@ type wirePolicy struct {
 //
 //	agentsfleet-confine-policy 1
 //	ids UID GID                  (only when the trampoline drops root)
+//	nocaps                       (only when it keeps uid 0 without capabilities)
 //	rlimit RESOURCE SOFT HARD    (one a limit; RLIMIT_AS comes separately)
 //	as BYTES
 //	landlock HANDLED SCOPED      (only with Landlock; then its rules)
@@ -76,7 +80,8 @@ func (w *wirePolicy) key() string {
 		id.WriteString(strconv.FormatUint(n, 10))
 		id.WriteByte(' ')
 	}
-	id.WriteString(strconv.FormatBool(w.Landlock) + strconv.FormatBool(w.Seccomp) + strconv.FormatBool(w.UncheckedReads))
+	id.WriteString(strconv.FormatBool(w.Landlock) + strconv.FormatBool(w.Seccomp) + strconv.FormatBool(w.UncheckedReads) +
+		strconv.FormatBool(w.NoCaps))
 	for _, list := range [][]string{w.ReadOnly, w.Writable} {
 		id.WriteString(" " + strconv.Itoa(len(list)))
 		for _, path := range list {
@@ -108,6 +113,9 @@ func (w *wirePolicy) build() string {
 	line("%s", policyMagic)
 	if w.UID != 0 {
 		line("ids %d %d", w.UID, w.GID)
+	}
+	if w.NoCaps {
+		line("nocaps")
 	}
 	l := w.Limits.withDefaults()
 	for _, r := range []struct {

@@ -43,15 +43,25 @@ type Defaults struct {
 }
 
 const usage = `usage:
-  sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] TOOL 'JSON'
-  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-cert FILE --tls-key FILE]
+  sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] [--env NAME]... [--local] TOOL 'JSON'
+  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-cert FILE --tls-key FILE] [--print-addr]
   sandboxd health [--addr HOST:PORT] [--tls]
 
 call runs one tool and prints exactly the text the model would see: exit 0
 for a normal result, 3 for an error result, 2 for bad usage.
-serve reads its bearer token from $SANDBOXD_TOKEN.
+serve reads its bearer token from $SANDBOXD_TOKEN; with --print-addr it
+prints the address it listens on (HOST:PORT, one line on stdout) once it
+serves, for --listen 127.0.0.1:0.
 Run as root, sandboxd acts as --user (default 65534:65534), and so do its
 commands, through and through; the roots must be that user's to reach.
+--local is one person's machine (launch/local): it allows --user 0, which
+keeps sandboxd and its commands uid 0 with every capability dropped (it
+needs Landlock), serve then listens on loopback only and stops when its
+parent exits.
+--env NAME passes the variable NAME of sandboxd's environment to its
+commands (repeat it for more; PATH replaces the commands' system PATH);
+names of secrets (AWS_*, ECS_*, SANDBOXD_*, AGENTSFLEET_*, LD_*, *TOKEN*,
+*SECRET*, *KEY*, *PASSWORD*, *PASSWD*, *CREDENTIAL*) are refused.
 `
 
 // Main runs sandboxd with args (without the program name) and returns its
@@ -65,7 +75,7 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 	case "call":
 		return mainCall(args[1:], stdout, stderr)
 	case "serve":
-		return mainServe(args[1:], d, stderr)
+		return mainServe(args[1:], d, stdout, stderr)
 	case "health":
 		return mainHealth(args[1:], d, stderr)
 	case "help", "-h", "--help":
@@ -81,6 +91,9 @@ type rootFlags struct {
 	workdir, agent, data, workspace string
 	timeout                         int
 	user                            string
+	local                           bool
+	env                             []string
+	unsetEnv                        []string // --env names sandboxd's environment lacks (config)
 }
 
 func (rf *rootFlags) register(fs *flag.FlagSet) {
@@ -89,7 +102,12 @@ func (rf *rootFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.data, "data", "", "the mounted data, read-only")
 	fs.StringVar(&rf.workspace, "workspace", "", "the turn's workspace, writable")
 	fs.IntVar(&rf.timeout, "timeout", int(DefaultTimeout/time.Second), "the fleet's tool_timeout_seconds")
-	fs.StringVar(&rf.user, "user", "", "UID[:GID] that sandboxd, when run as root, acts as and runs its commands as (default 65534:65534)")
+	fs.StringVar(&rf.user, "user", "", "UID[:GID] that sandboxd, when run as root, acts as and runs its commands as (default 65534:65534); 0 only with --local")
+	fs.BoolVar(&rf.local, "local", false, "serve one person's machine: allow --user 0 (uid 0 without capabilities), listen on loopback only, stop with the parent")
+	fs.Func("env", "pass the variable `NAME` of sandboxd's environment to its commands (repeatable)", func(name string) error {
+		rf.env = append(rf.env, name)
+		return nil
+	})
 }
 
 func (rf *rootFlags) config() (Config, error) {
@@ -103,17 +121,37 @@ func (rf *rootFlags) config() (Config, error) {
 			return Config{}, fmt.Errorf("the current directory: %w", err)
 		}
 	}
-	uid, gid, err := parseUser(rf.user)
+	uid, gid, keepRoot, err := parseUser(rf.user, rf.local)
 	if err != nil {
 		return Config{}, err
 	}
+	env, unset, err := passEnv(rf.env)
+	if err != nil {
+		return Config{}, err
+	}
+	rf.unsetEnv = unset
 	roots, err := sandbox.New(sandbox.Dirs{Workdir: wd, Agent: rf.agent, Data: rf.data, Workspace: rf.workspace})
 	if err != nil {
 		return Config{}, err
 	}
 	cfg := Config{Roots: roots, Timeout: time.Duration(rf.timeout) * time.Second, UID: uid, GID: gid}
 	cfg.Policy = PolicyFor(cfg)
+	cfg.Policy.KeepRoot = keepRoot
+	cfg.Policy.Env = env
 	return cfg, nil
+}
+
+// becomeUser gives sandboxd its commands' identity, once what needs root
+// is done: under --user 0 (cfg.Policy.KeepRoot) it keeps uid 0 and sheds
+// every capability, which executes sandboxd again (confine.ShedCapabilities:
+// call it before anything that must not happen twice, with the variables
+// the new image needs back, such as the token); otherwise, when root, it
+// acts as --user (confine.ActAs).
+func becomeUser(cfg Config, env []string) error {
+	if cfg.Policy.KeepRoot {
+		return confine.ShedCapabilities(env)
+	}
+	return confine.ActAs(cfg.UID, cfg.GID)
 }
 
 // checkRoots checks, once sandboxd acts as its commands' user, that the
@@ -136,12 +174,28 @@ func checkRoots(roots *sandbox.Roots) (unwritable []string, err error) {
 }
 
 // parseUser reads --user: UID or UID:GID (GID then equals UID), never
-// root's. Only a root sandboxd can run its commands as another user; a
-// sandboxd of any other user accepts its own ids, which its commands keep,
-// and refuses others rather than ignore them.
-func parseUser(s string) (uid, gid int, err error) {
+// root's, except "0" or "0:0" with --local (local): then keepRoot, and
+// sandboxd must run as root and the kernel have Landlock. Only a root
+// sandboxd can run its commands as another user; a sandboxd of any other
+// user accepts its own ids, which its commands keep, and refuses others
+// rather than ignore them.
+func parseUser(s string, local bool) (uid, gid int, keepRoot bool, err error) {
 	if s == "" {
-		return 0, 0, nil
+		return 0, 0, false, nil
+	}
+	if s == "0" || s == "0:0" {
+		switch {
+		case !local:
+			return 0, 0, false, fmt.Errorf("--user %q: commands never run as root (id 0), except on one person's machine with --local, which keeps uid 0 without capabilities", s)
+		case os.Getuid() != 0 || os.Geteuid() != 0:
+			return 0, 0, false, fmt.Errorf("--user %s needs sandboxd to run as root: it runs as %d:%d, and its commands keep those ids", s, os.Getuid(), os.Getgid())
+		case confine.LandlockABI() == 0:
+			return 0, 0, false, fmt.Errorf("--user %s needs Landlock, which this kernel lacks (or has disabled): without it a command of uid 0 could write every file root owns; give the workdir to another user and name that one", s)
+		}
+		return 0, 0, true, nil
+	}
+	if us, _, _ := strings.Cut(s, ":"); us == "0" {
+		return 0, 0, false, fmt.Errorf("--user %q: uid 0 keeps root's group too: write 0 or 0:0 (with --local)", s)
 	}
 	us, gs, hasGID := strings.Cut(s, ":")
 	if !hasGID {
@@ -158,16 +212,57 @@ func parseUser(s string) (uid, gid int, err error) {
 		return int(n), nil
 	}
 	if uid, err = id(us); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if gid, err = id(gs); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if os.Geteuid() != 0 && (uid != os.Getuid() || gid != os.Getgid()) {
-		return 0, 0, fmt.Errorf("--user %s needs sandboxd to run as root: it runs as %d:%d, and its commands keep those ids", s, os.Getuid(), os.Getgid())
+		return 0, 0, false, fmt.Errorf("--user %s needs sandboxd to run as root: it runs as %d:%d, and its commands keep those ids", s, os.Getuid(), os.Getgid())
 	}
-	return uid, gid, nil
+	return uid, gid, false, nil
 }
+
+// checkLocalListen refuses a --local serve that would listen beyond this
+// machine: --local is one person's machine, reached over loopback, never
+// the image (whose --listen is ":8080").
+func checkLocalListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--local listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q", addr)
+	}
+	return nil
+}
+
+// watchParent calls stop once sandboxd's parent, ppid when sandboxd
+// started, has exited (sandboxd is then another process's child): a
+// --local sandboxd belongs to the launcher that started it. Polling getppid
+// also covers what a parent-death signal does not: changing ids clears that
+// signal, and it follows the parent's thread, not its process.
+func watchParent(ctx context.Context, ppid int, stop func()) {
+	if os.Getppid() != ppid {
+		stop()
+		return
+	}
+	tick := time.NewTicker(parentPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if os.Getppid() != ppid {
+				stop()
+				return
+			}
+		}
+	}
+}
+
+const parentPoll = 250 * time.Millisecond
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
@@ -193,7 +288,7 @@ func mainCall(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return ExitUsage
 	}
-	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
+	if err := becomeUser(cfg, nil); err != nil {
 		fmt.Fprintf(stderr, "sandboxd call: %v\n", err)
 		return ExitFailed
 	}
@@ -231,11 +326,10 @@ func closeAll(tools []tool.Tool) {
 	}
 }
 
-func mainServe(args []string, d Defaults, stderr io.Writer) int {
+func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
+	ppid := os.Getppid() // for --local, before anything takes time
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	hardenProcess(log)
-	// A server runs commands while it starts threads; call runs one.
-	confine.ReserveThreads(reservedThreads)
 	var rf rootFlags
 	fs := newFlagSet("serve", stderr)
 	rf.register(fs)
@@ -244,6 +338,7 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 	grace := fs.Duration("shutdown-grace", defaultGrace, "on SIGTERM, how long calls in progress may finish")
 	certFile := fs.String("tls-cert", "", "serve TLS with this certificate (PEM)")
 	keyFile := fs.String("tls-key", "", "and this key (PEM)")
+	printAddr := fs.Bool("print-addr", false, "once serving, print the address listened on (HOST:PORT) as one line on stdout")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -260,6 +355,12 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: --listen is required\n")
 		return ExitUsage
 	}
+	if rf.local {
+		if err := checkLocalListen(*listen); err != nil {
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitUsage
+		}
+	}
 	if (*certFile == "") != (*keyFile == "") {
 		fmt.Fprintf(stderr, "sandboxd serve: --tls-cert and --tls-key go together\n")
 		return ExitUsage
@@ -272,6 +373,15 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitUsage
+	}
+	// Without capabilities from the start: sandboxd executes itself again
+	// here, so the token goes back into the new image's environment (which
+	// takes it out again).
+	if cfg.Policy.KeepRoot {
+		if err := becomeUser(cfg, []string{wire.TokenEnv + "=" + token}); err != nil {
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitFailed
+		}
 	}
 	var tlsConfig *tls.Config
 	if *certFile != "" {
@@ -286,11 +396,17 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		return ExitFailed
 	}
 	// What needs root is done: from here on sandboxd acts as its commands'
-	// user, when it runs as root.
-	if err := confine.ActAs(cfg.UID, cfg.GID); err != nil {
-		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
-		return ExitFailed
+	// user, when it runs as root (under --user 0 it has no capability left
+	// already).
+	if !cfg.Policy.KeepRoot {
+		if err := becomeUser(cfg, nil); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitFailed
+		}
 	}
+	// A server runs commands while it starts threads; call runs one.
+	confine.ReserveThreads(reservedThreads)
 	unwritable, err := checkRoots(cfg.Roots)
 	if err != nil {
 		ln.Close()
@@ -306,11 +422,27 @@ func mainServe(args []string, d Defaults, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitUsage
 	}
+	if len(rf.unsetEnv) > 0 {
+		log.Warn("variables named by --env are not set: commands go without them", "names", rf.unsetEnv)
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", *certFile != "", "workdir", cfg.Roots.Workdir(),
-		"confinement", cfg.Policy.Status(),
+		"confinement", cfg.Policy.Status(), "local", rf.local, "env", rf.env,
 		"timeout_seconds", rf.timeout, "idle_timeout", idle.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if rf.local {
+		go watchParent(ctx, ppid, func() {
+			log.Info("the parent exited: stopping")
+			stop()
+		})
+	}
+	if *printAddr {
+		if _, err := fmt.Fprintln(stdout, ln.Addr().String()); err != nil {
+			ln.Close()
+			log.Error("print the address", "err", err)
+			return ExitFailed
+		}
+	}
 	err = srv.Serve(ctx, ln, tlsConfig)
 	if err != nil && !errors.Is(err, ErrIdle) {
 		log.Error("serve", "err", err)

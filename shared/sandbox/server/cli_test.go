@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/sandboximage"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
@@ -25,8 +28,15 @@ import (
 // exit status.
 func runCall(t *testing.T, dir string, args ...string) (string, string, int) {
 	t.Helper()
+	return runCallEnv(t, dir, nil, args...)
+}
+
+// runCallEnv is runCall with env added to the test's environment.
+func runCallEnv(t *testing.T, dir string, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := sandboxd(t, append([]string{"call"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -349,4 +359,328 @@ func TestHealthFailsWithoutAServer(t *testing.T) {
 	if err := cmd.Run(); cmd.ProcessState.ExitCode() != 1 {
 		t.Fatalf("health against a closed port: %v, want exit 1", err)
 	}
+}
+
+// TestCallEnv: --env passes variables of sandboxd's environment to its
+// commands; PATH replaces their system PATH, so that the person's own
+// tools are found.
+func TestCallEnv(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	bin := filepath.Join(f.data, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "mytool"), []byte("#!/bin/sh\necho mytool ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := bin + ":/usr/bin:/bin"
+	env := []string{"PATH=" + path, "FLEET_GREETING=hello there", "HOME=/home/someone"}
+	show := `{"command":"echo \"greeting=$FLEET_GREETING home=$HOME path=$PATH\"; mytool"}`
+	for _, tt := range []struct {
+		name      string
+		flags     []string
+		want, ran string
+	}{
+		{"named", []string{"--env", "PATH", "--env", "FLEET_GREETING"},
+			"greeting=hello there home=/tmp path=" + path + "\n", "mytool ran\n[exit code 0]"},
+		{"home named too", []string{"--env", "PATH", "--env", "HOME", "--env", "NOT_SET_ANYWHERE"},
+			"greeting= home=/home/someone path=" + path + "\n", "mytool ran\n[exit code 0]"},
+		{"none named", nil,
+			"greeting= home=/tmp path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n", "not found\n[exit code 127]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"--data", f.data}, tt.flags...), "bash", show)
+			out, stderr, _ := runCallEnv(t, f.work, env, args...)
+			if !strings.HasPrefix(out, tt.want) || !strings.HasSuffix(out, tt.ran) {
+				t.Fatalf("sandboxd call %q:\n%s\nstderr %q\nwant\n%s…%s", args, out, stderr, tt.want, tt.ran)
+			}
+		})
+	}
+}
+
+// TestEnvRefusesSecrets: a name that could carry a secret, or change how
+// commands start, stops call and serve before anything runs, saying why.
+func TestEnvRefusesSecrets(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	env := []string{"GITHUB_TOKEN=gh-secret", "AWS_REGION=eu-west-1"}
+	for _, tt := range []struct{ name, want string }{
+		{"GITHUB_TOKEN", "holds a secret (it contains TOKEN)"},
+		{"github_token", "holds a secret (it contains TOKEN)"},
+		{"AWS_REGION", "AWS variables"},
+		{"aws_secret_access_key", "AWS variables"},
+		{"ECS_CONTAINER_METADATA_URI_V4", "ECS variables"},
+		{wire.TokenEnv, "sandboxd's own variables"},
+		{"OPENAI_API_KEY", "contains KEY"},
+		{"KEYRING_DIR", "contains KEY"},
+		{"CLIENT_SECRET", "contains SECRET"},
+		{"DB_PASSWORD", "contains PASSWORD"},
+		{"GOOGLE_APPLICATION_CREDENTIALS", "contains CREDENTIAL"},
+		{"LD_PRELOAD", "dynamic loader"},
+		{"AGENTSFLEET_CONFINE_POLICY", "agentsfleet's own variables"},
+		{"PATH,HOME", "not a variable name"},
+		{"1PATH", "not a variable name"},
+		{"", "not a variable name"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, stderr, status := runCallEnv(t, f.work, env, "--env", "PATH", "--env", tt.name, "bash", `{"command":"env"}`)
+			if status != server.ExitUsage || out != "" || !strings.Contains(stderr, "--env "+tt.name+": ") || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("--env %q: exit %d, stdout %q, stderr %q; want exit 2, nothing run, and %q", tt.name, status, out, stderr, tt.want)
+			}
+			if strings.Contains(stderr, "gh-secret") {
+				t.Fatalf("the refusal shows the value: %q", stderr)
+			}
+		})
+	}
+	cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--env", "GITHUB_TOKEN")
+	cmd.Env = append(os.Environ(), append(env, wire.TokenEnv+"="+testToken)...)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != server.ExitUsage || !strings.Contains(string(out), "--env GITHUB_TOKEN: ") {
+		t.Fatalf("serve --env GITHUB_TOKEN: %s, want exit 2 saying why", out)
+	}
+}
+
+// TestLocalRules: --user 0 needs --local (and root, and Landlock), and
+// --local serves on loopback only, so that the image's CMD can never be
+// local.
+func TestLocalRules(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	serve := func(args ...string) (int, string) {
+		cmd := sandboxd(t, append([]string{"serve"}, args...)...)
+		cmd.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"user 0 without --local", []string{"--listen", "127.0.0.1:0", "--workdir", f.work, "--user", "0"}, "commands never run as root (id 0), except"},
+		{"user 0:0 without --local", []string{"--listen", "127.0.0.1:0", "--workdir", f.work, "--user", "0:0"}, "commands never run as root (id 0), except"},
+		{"root with another group", []string{"--local", "--listen", "127.0.0.1:0", "--workdir", f.work, "--user", "0:10001"}, "uid 0 keeps root's group too"},
+		{"a group of root's", []string{"--local", "--listen", "127.0.0.1:0", "--workdir", f.work, "--user", "10001:0"}, "commands never run as root (id 0)"},
+		{"local on every address", []string{"--local", "--listen", ":0", "--workdir", f.work}, "--local listens on loopback only"},
+		{"local on a public address", []string{"--local", "--listen", "0.0.0.0:0", "--workdir", f.work}, "--local listens on loopback only"},
+		{"the image's CMD made local", append(slices.Clone(sandboximage.ServeArgs()[1:]), "--local", "--user", "0"), "--local listens on loopback only"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if status, out := serve(tt.args...); status != server.ExitUsage || !strings.Contains(out, tt.want) {
+				t.Fatalf("serve %q: exit %d, %q; want exit 2 saying %q", tt.args, status, out, tt.want)
+			}
+		})
+	}
+	if os.Geteuid() != 0 {
+		_, stderr, status := runCall(t, f.work, "--local", "--user", "0", "bash", `{"command":"id -u"}`)
+		if status != server.ExitUsage || !strings.Contains(stderr, "needs sandboxd to run as root") {
+			t.Fatalf("--local --user 0 without root: exit %d, %q; want 2 saying it needs root", status, stderr)
+		}
+	}
+}
+
+// localRoot makes what a person running as root has: a workdir root owns
+// inside a home (0700) no other user can enter, holding mine (root's) and
+// other/secret (uid 65534's, 0600).
+func localRoot(t *testing.T) (work string) {
+	t.Helper()
+	if os.Geteuid() != 0 || confine.LandlockABI() == 0 {
+		t.Skip("needs root and Landlock: --local --user 0 is a root sandboxd's mode, and needs Landlock")
+	}
+	home := filepath.Join(t.TempDir(), "home")
+	work = filepath.Join(home, "project")
+	other := filepath.Join(work, "other")
+	for dir, mode := range map[string]os.FileMode{home: 0o700, work: 0o755, other: 0o755} {
+		if err := os.MkdirAll(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, mode := range map[string]os.FileMode{filepath.Join(work, "mine"): 0o644, filepath.Join(other, "secret"): 0o600} {
+		if err := os.WriteFile(name, []byte("private\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{other, filepath.Join(other, "secret")} {
+		if err := os.Chown(name, confine.NobodyID, confine.NobodyID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
+}
+
+// capabilityProbe tries from bash what only a capability allows, one line
+// each: "NAME: ok" or "NAME: ERROR".
+const capabilityProbe = `probe() { n=$1; shift; if o=$("$@" 2>&1); then echo "$n: ok"; else echo "$n: $(echo "$o" | tail -n 1)"; fi; }
+echo "uid: $(id -u) $(id -g)"
+probe read-0600 cat other/secret
+probe chown chown 65534:65534 mine
+probe mknod mknod node c 1 3
+[ -x /usr/bin/python3 ] && probe bind /usr/bin/python3 -c "import socket; socket.socket().bind(('127.0.0.1', 80))"
+grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status | tr -s '\t' ' '`
+
+// wantProbes checks capabilityProbe's output: uid 0, every probe refused,
+// no capability.
+func wantProbes(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{
+		"uid: 0 0\n",
+		"read-0600: cat: other/secret: Permission denied\n",
+		"chown: chown: changing ownership of 'mine': Operation not permitted\n",
+		"mknod: mknod: node: Operation not permitted\n",
+		"CapInh: 0000000000000000\nCapPrm: 0000000000000000\nCapEff: 0000000000000000\nCapBnd: 0000000000000000\nCapAmb: 0000000000000000\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("a command of --local --user 0 printed\n%s\nwant a line %q", out, want)
+		}
+	}
+	if strings.Contains(out, "bind: ") && !strings.Contains(out, "bind: PermissionError: [Errno 13] Permission denied\n") {
+		t.Errorf("binding port 80: %s, want permission denied", out)
+	}
+}
+
+// TestCallLocalRoot: as root, on a folder root owns inside a home no other
+// user can enter, --local --user 0 works where the default user fails; its
+// commands keep uid 0 and cannot use a single capability.
+func TestCallLocalRoot(t *testing.T) {
+	t.Parallel()
+	work := localRoot(t)
+	// The control: as the default user, the workdir is out of reach.
+	_, stderr, status := runCall(t, work, "list", `{}`)
+	if status != server.ExitUsage || !strings.Contains(stderr, fmt.Sprintf("cannot be entered by uid %d", confine.NobodyID)) {
+		t.Fatalf("call as the default user in a 0700 home: exit %d, %q; want 2, cannot be entered", status, stderr)
+	}
+	out, stderr, status := runCall(t, work, "--local", "--user", "0", "bash", fmt.Sprintf(`{"command":%q}`, capabilityProbe))
+	if status != 0 {
+		t.Fatalf("call --local --user 0 bash: exit %d\n%s\n%s", status, out, stderr)
+	}
+	wantProbes(t, out)
+	// sandboxd's own file tools meet the same permissions.
+	out, _, status = runCall(t, work, "--local", "--user", "0", "read", `{"path":"other/secret"}`)
+	if status != server.ExitToolErr || !strings.Contains(out, "permission denied") {
+		t.Errorf("read of another user's 0600 file: exit %d, %q; want an error result, permission denied", status, out)
+	}
+}
+
+// TestServeLocalRoot: sandboxd serve --local --user 0 has no capability
+// itself, prints the address it listens on, and its commands and file
+// tools act as root without capabilities.
+func TestServeLocalRoot(t *testing.T) {
+	t.Parallel()
+	work := localRoot(t)
+	cmd := sandboxd(t, "serve", "--local", "--user", "0", "--listen", "127.0.0.1:0", "--print-addr", "--workdir", work, "--idle-timeout", "0")
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = w
+	p := runServe(t, cmd)
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	r.Close()
+	if err != nil || line != p.addr+"\n" {
+		t.Fatalf("--print-addr printed %q (%v), want the address it listens on, %q", line, err, p.addr)
+	}
+	// It executed itself again to shed its capabilities; the token it
+	// carried over is erased again.
+	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.cmd.Process.Pid)); err != nil || bytes.Contains(environ, []byte(testToken)) {
+		t.Errorf("sandboxd's environ after shedding its capabilities: %v, holds the token: %v", err, bytes.Contains(environ, []byte(testToken)))
+	}
+	held, err := confine.Capabilities(p.cmd.Process.Pid)
+	if err != nil || held != "" {
+		t.Errorf("sandboxd --local --user 0 holds capabilities: %q %v", held, err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^Uid:\s+0\s+0\s+0\s+0$`).Match(status) {
+		t.Errorf("sandboxd's ids: want root's throughout:\n%s", status)
+	}
+	if !strings.Contains(p.log(), "children keep uid 0 without capabilities") {
+		t.Errorf("the log does not say the commands keep uid 0 without capabilities:\n%s", p.log())
+	}
+	c := p.client()
+	wantProbes(t, c.result(t, "bash", fmt.Sprintf(`{"command":%q}`, capabilityProbe)).Output)
+	if res := c.result(t, "read", `{"path":"other/secret"}`); !res.IsError || !strings.Contains(res.Output, "permission denied") {
+		t.Errorf("read of another user's 0600 file: %q, want permission denied", res.Output)
+	}
+	if res := c.result(t, "apply_patch", `{"input":"*** Begin Patch\n*** Add File: new.txt\n+new\n*** End Patch"}`); res.IsError {
+		t.Fatalf("apply_patch: %q", res.Output)
+	}
+	if res := c.result(t, "bash", `{"command":"echo made > made.txt"}`); res.IsError {
+		t.Fatalf("bash: %q", res.Output)
+	}
+	for _, name := range []string{"new.txt", "made.txt"} {
+		if fi, err := os.Stat(filepath.Join(work, name)); err != nil {
+			t.Error(err)
+		} else if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d, want root's", name, st.Uid, st.Gid)
+		}
+	}
+}
+
+// TestServeLocalStopsWithItsParent: a --local sandboxd belongs to the
+// launcher that started it; when that exits, sandboxd stops.
+func TestServeLocalStopsWithItsParent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sh stands in for the launcher: it starts sandboxd, says its pid, and
+	// lingers until it is killed.
+	parent := exec.Command("/bin/sh", "-c", `"$@" & echo "pid $!"; exec sleep 60`, "sh",
+		self, mainArg, "serve", "--local", "--listen", "127.0.0.1:0", "--print-addr", "--workdir", f.work, "--idle-timeout", "0")
+	parent.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	var pid int
+	sc := bufio.NewScanner(out)
+	for (pid == 0) && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "pid %d", &pid)
+	}
+	for sc.Scan() && !strings.Contains(sc.Text(), ":") { // the address: it serves
+	}
+	if pid == 0 {
+		t.Fatal("the stand-in launcher did not say sandboxd's pid")
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if !alive(pid) {
+		t.Fatalf("sandboxd %d is not running", pid)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	for deadline := time.Now().Add(10 * time.Second); alive(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			t.Fatalf("sandboxd %d still runs 10s after its parent exited\n%s", pid, st)
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
