@@ -17,10 +17,12 @@ const usage = `usage: agentsfleet COMMAND [ARGS]
 
 commands:
   validate FILE...        check fleet Definitions (.toml or .json); prints each one's hash
+  run -f DEFINITION [--workdir DIR] [--output json] [--state DIR] [--env NAME] INPUT
+                          run the fleet once on this machine and print its events and answer
   tools [--output json] [TOOL...]
                           list the tools: where each runs, its scope, description and schema
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
-  dev [--sandbox-addr HOST:PORT] [--state DIR] [--table NAME]
+  dev [--workdir DIR] [--state DIR] [--table NAME]
                           run the product on this machine against moto (or AWS_ENDPOINT_URL)
 `
 
@@ -33,6 +35,8 @@ func main() {
 	stop()
 	switch {
 	case err == nil:
+	case errors.Is(err, errRunFailed): // the view said why
+		os.Exit(1)
 	case errors.Is(err, errUsage):
 		fmt.Fprint(os.Stderr, err.Error(), "\n\n", usage)
 		os.Exit(2)
@@ -49,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "validate":
 		return validate(args[1:], stdout)
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr, os.Getenv)
 	case "tools":
 		return tools(args[1:], stdout)
 	case "table":

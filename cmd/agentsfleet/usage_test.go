@@ -54,13 +54,14 @@ func usageLine(cmd string) (string, bool) {
 	return "", false
 }
 
-var flagInUsage = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+var flagInUsage = regexp.MustCompile(`(?:--([a-z][a-z0-9-]*)|(?:^|[\s\[])-([a-z])\b)`)
 
-// usageFlags returns the flags line names as --NAME, without the dashes.
+// usageFlags returns the flags line names as --NAME (or -X for a
+// one-letter flag), without the dashes.
 func usageFlags(line string) []string {
 	var out []string
 	for _, m := range flagInUsage.FindAllStringSubmatch(line, -1) {
-		out = append(out, m[1])
+		out = append(out, m[1]+m[2])
 	}
 	return out
 }

@@ -142,21 +142,37 @@ func waitReady(ctx context.Context, ep string) error {
 	}
 }
 
-// RepoRoot finds the module root (the folder holding go.mod) from the
-// working directory upwards.
+// RepoRoot finds the repository (the folder holding go.mod and
+// localstack/) from the working directory upwards, else from the running
+// executable's folder upwards: bin/agentsfleet run from any folder still
+// finds the virtualenv of the clone it was built in.
 func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			starts = append(starts, filepath.Dir(exe))
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.mod above the working directory")
-		}
-		dir = parent
 	}
+	for _, dir := range starts {
+		for {
+			if isRepo(dir) {
+				return dir, nil
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return "", errors.New("find the agentsfleet repository (for its moto virtualenv): no go.mod with localstack/ above the working directory or the agentsfleet binary; run from the clone, or set AWS_ENDPOINT_URL to a running emulator")
+}
+
+func isRepo(dir string) bool {
+	_, err1 := os.Stat(filepath.Join(dir, "go.mod"))
+	_, err2 := os.Stat(filepath.Join(dir, "localstack", "moto_server.py"))
+	return err1 == nil && err2 == nil
 }

@@ -101,7 +101,11 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 	set := func(r tool.Result) { out.Output, out.IsError = r.Output, r.IsError }
 	e, ok := x.tools.entries[call.Name]
 	if !ok {
-		set(tool.Errorf("there is no tool %q for this fleet; its tools are %s", call.Name, strings.Join(x.def.Tools, ", ")))
+		if len(x.def.Tools) == 0 {
+			set(tool.Errorf("there is no tool %q for this fleet: it has no tools, so answer without calling one", call.Name))
+		} else {
+			set(tool.Errorf("there is no tool %q for this fleet; its tools are %s", call.Name, strings.Join(x.def.Tools, ", ")))
+		}
 		return out, nil
 	}
 	if res, ok := e.Spec.Check(call.Arguments); !ok {

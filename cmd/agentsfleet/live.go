@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+)
+
+// textView is the live view of `agentsfleet run` for people: a spinner
+// while the model works (on a terminal), the model's text as it streams,
+// each tool call and a short result as it happens, the plan as it changes,
+// and the answer. Safe for concurrent use.
+type textView struct {
+	mu       sync.Mutex
+	out      io.Writer
+	tty      bool
+	spinning bool
+	stop     chan struct{}
+	streamed strings.Builder // the text of the current model call
+	answered bool
+}
+
+func newTextView(out io.Writer, tty bool) *textView { return &textView{out: out, tty: tty} }
+
+func (v *textView) started(fleet, model, workdir string) {
+	fmt.Fprintf(v.out, "fleet %s · model: %s · workdir %s\n\n", fleet, model, workdir)
+}
+
+func (v *textView) finished() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.spin(false)
+}
+
+func (v *textView) note(n runner.Note) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case n.Thinking && n.Text == "":
+		v.streamed.Reset()
+		v.spin(true)
+	case n.Text != "":
+		v.spin(false)
+		v.streamed.WriteString(n.Text)
+		fmt.Fprint(v.out, n.Text)
+	case n.Calling != nil:
+		v.spin(false)
+		v.endText()
+		fmt.Fprintf(v.out, "→ %s %s\n", n.Calling.Name, clipLine(string(n.Calling.Arguments), 100))
+	case n.Event != nil:
+		v.spin(false)
+		v.event(n.Event)
+	default: // the model call ended
+		v.spin(false)
+	}
+}
+
+// endText ends the line of streamed text, if one is open.
+func (v *textView) endText() {
+	if s := v.streamed.String(); s != "" && !strings.HasSuffix(s, "\n") {
+		fmt.Fprintln(v.out)
+	}
+	v.streamed.Reset()
+}
+
+func (v *textView) event(ev *runner.Event) {
+	switch ev.Type {
+	case runner.EventToolResult:
+		var r runner.ToolResult
+		json.Unmarshal(ev.Data, &r)
+		mark := "✓"
+		if r.IsError {
+			mark = "✗"
+		}
+		lines := strings.Count(strings.TrimRight(r.Output, "\n"), "\n") + 1
+		summary := clipLine(firstLine(r.Output), 100)
+		if lines > 1 {
+			summary += fmt.Sprintf("  (%d lines)", lines)
+		}
+		fmt.Fprintf(v.out, "  %s %s: %s\n", mark, r.Name, summary)
+	case runner.EventPlanUpdated:
+		var p runner.PlanUpdated
+		json.Unmarshal(ev.Data, &p)
+		fmt.Fprintln(v.out, "plan:")
+		for _, s := range p.Plan {
+			box := map[string]string{"completed": "[x]", "in_progress": "[~]"}[s.Status]
+			if box == "" {
+				box = "[ ]"
+			}
+			fmt.Fprintf(v.out, "  %s %s\n", box, s.Step)
+		}
+	case runner.EventRunEnded:
+		var e runner.RunEnded
+		json.Unmarshal(ev.Data, &e)
+		streamed := strings.TrimSpace(v.streamed.String())
+		v.endText()
+		switch {
+		case e.Error != nil:
+			fmt.Fprintf(v.out, "\nrun %s: %s: %s\n", e.Status, e.Error.Code, e.Error.Message)
+		case e.Status != "succeeded":
+			fmt.Fprintf(v.out, "\nrun %s\n", e.Status)
+		case streamed != strings.TrimSpace(e.Answer):
+			// Not streamed (or not all of it): show it whole.
+			fmt.Fprintf(v.out, "\n%s\n", e.Answer)
+		}
+		fmt.Fprintf(v.out, "\n%s · %d tool calls · %d tokens in, %d out\n", e.Status, e.Usage.ToolCalls, e.Usage.InputTokens, e.Usage.OutputTokens)
+	}
+}
+
+// spin starts or stops the spinner; it only spins on a terminal.
+func (v *textView) spin(on bool) {
+	if !v.tty || on == v.spinning {
+		return
+	}
+	v.spinning = on
+	if !on {
+		close(v.stop)
+		fmt.Fprint(v.out, "\r\033[K")
+		return
+	}
+	v.stop = make(chan struct{})
+	stop := v.stop
+	go func() {
+		frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				v.mu.Lock()
+				if v.spinning && v.stop == stop {
+					fmt.Fprintf(v.out, "\r%s thinking…", frames[i%len(frames)])
+				}
+				v.mu.Unlock()
+			}
+		}
+	}()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// clipLine cuts s to n characters on one line.
+func clipLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/emulator"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+)
+
+// sandboxdBin is sandboxd built once for the run tests.
+var sandboxdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentsfleet-cmd-")
+	if err != nil {
+		panic(err)
+	}
+	root, err := emulator.RepoRoot()
+	if err == nil {
+		sandboxdBin = filepath.Join(dir, "sandboxd")
+		cmd := exec.Command("go", "build", "-o", sandboxdBin, "./sandboximage/sandboxd")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			panic("build sandboxd: " + err.Error() + "\n" + string(out))
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// runEnv is the environment `agentsfleet run` sees in these tests: the
+// scripted model, and sandboxd as built above.
+func runEnv(extra map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := extra[k]; ok {
+			return v
+		}
+		switch k {
+		case "AGENTSFLEET_SANDBOXD":
+			return sandboxdBin
+		case "AGENTSFLEET_MODEL_PROVIDER":
+			return "scripted"
+		case "AWS_ENDPOINT_URL", "AGENTSFLEET_MODEL_SCRIPT":
+			return ""
+		}
+		return os.Getenv(k)
+	}
+}
+
+// openDir makes a folder the sandbox's commands may write, as root too.
+func openDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "work")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const demoFleet = `name = "demo"
+instructions = "Look around and say what you find."
+[x-agentsfleet]
+tools = ["list", "read", "bash"]
+`
+
+func TestRunJSON(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	os.WriteFile(filepath.Join(work, "README.md"), []byte("# hello from the workdir\n"), 0o644)
+	def := filepath.Join(t.TempDir(), "demo.toml")
+	os.WriteFile(def, []byte(demoFleet), 0o644)
+	var out, errOut bytes.Buffer
+	err := runCmd(context.Background(), []string{"-f", def, "--workdir", work, "--state", t.TempDir(), "--output", "json", "what", "is", "here?"}, &out, &errOut, runEnv(nil))
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	var types []string
+	var last runner.Event
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev runner.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Seq == 0 || ev.Time == "" || len(ev.Data) == 0 {
+			t.Fatalf("not an event line: %q (%v)", sc.Text(), err)
+		}
+		types = append(types, ev.Type)
+		last = ev
+	}
+	want := "run.started tool.call tool.result tool.call tool.result run.ended"
+	if got := strings.Join(types, " "); got != want {
+		t.Fatalf("events %s, want %s", got, want)
+	}
+	var end runner.RunEnded
+	json.Unmarshal(last.Data, &end)
+	if end.Status != "succeeded" || !strings.Contains(end.Answer, "# hello from the workdir") {
+		t.Errorf("run.ended %+v", end)
+	}
+}
+
+func TestRunTextAndExitStatus(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	def := filepath.Join(t.TempDir(), "demo.toml")
+	os.WriteFile(def, []byte(demoFleet), 0o644)
+	script := filepath.Join(t.TempDir(), "fail.toml")
+	os.WriteFile(script, []byte("[[turn]]\n[[turn.tool_call]]\nname = \"bash\"\narguments = { command = \"echo hi\" }\n"), 0o644)
+	var out, errOut bytes.Buffer
+	err := runCmd(context.Background(), []string{"-f", def, "--workdir", work, "--state", t.TempDir(), "go"}, &out, &errOut,
+		runEnv(map[string]string{"AGENTSFLEET_MODEL_SCRIPT": script}))
+	if !errors.Is(err, errRunFailed) {
+		t.Fatalf("run = %v, want a failed run (the script has one turn)\n%s", err, out.String())
+	}
+	for _, want := range []string{`→ bash {"command":"echo hi"}`, "  ✓ bash: hi  (2 lines)", "run failed: model_error: scripted model: script", "failed · 1 tool calls"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunUsage(t *testing.T) {
+	t.Parallel()
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	os.WriteFile(bad, []byte("name = \"x\"\ninstructions = \"hi\"\n[x-agentsfleet]\ntools = [\"raed\"]\n"), 0o644)
+	for _, args := range [][]string{{}, {"-f", bad}, {"-f", bad, "go"}, {"-f", "x.yaml", "go"}, {"-f", bad, "--output", "yaml", "go"}, {"-f", bad, "--workdir", "/nonexistent", "go"}} {
+		err := runCmd(context.Background(), args, &bytes.Buffer{}, &bytes.Buffer{}, runEnv(nil))
+		if !errors.Is(err, errUsage) {
+			t.Errorf("run %q = %v, want a usage error", args, err)
+		}
+	}
+}
