@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 )
 
 // takeEnv returns the value of the environment variable name and removes it
@@ -86,12 +88,12 @@ func envBounds() (int64, int64, error) {
 // passEnv returns NAME=value for each of names (--env) that sandboxd's own
 // environment holds, for its commands, and the names it does not hold
 // (their commands go without). It refuses the whole list, before anything
-// starts, when a name is not a variable name or is one forbiddenEnv names.
+// starts, when a name is not a variable name or is one wire.ForbiddenEnv names.
 // The commands' environment is otherwise confine.BaseEnv: a variable
 // passed here replaces the base one of its name (PATH, HOME).
 func passEnv(names []string) (env, unset []string, err error) {
 	for _, name := range names {
-		if why := forbiddenEnv(name); why != "" {
+		if why := wire.ForbiddenEnv(name); why != "" {
 			return nil, nil, fmt.Errorf("--env %s: %s", name, why)
 		}
 		if v, ok := os.LookupEnv(name); ok {
@@ -101,43 +103,4 @@ func passEnv(names []string) (env, unset []string, err error) {
 		}
 	}
 	return env, unset, nil
-}
-
-// forbiddenEnv says why --env refuses name, or "" when it may pass. Names
-// are compared without case.
-func forbiddenEnv(name string) string {
-	if !isEnvName(name) {
-		return "not a variable name (letters, digits and _, not starting with a digit); name one variable a flag"
-	}
-	up := strings.ToUpper(name)
-	for _, p := range []struct{ prefix, why string }{
-		{"AWS_", "AWS variables hold credentials and configuration of the account: commands never see them"},
-		{"ECS_", "ECS variables lead to the task's metadata and credentials: commands never see them"},
-		{"SANDBOXD_", "sandboxd's own variables (its token) are never passed on"},
-		{"AGENTSFLEET_", "agentsfleet's own variables (the confinement policy among them) are never passed on"},
-		{"LD_", "the dynamic loader's variables would reach the trampoline, which starts as root"},
-	} {
-		if strings.HasPrefix(up, p.prefix) {
-			return p.why
-		}
-	}
-	for _, word := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"} {
-		if strings.Contains(up, word) {
-			return "the name says it holds a secret (it contains " + word + "): secrets reach a fleet only as «secret:NAME» references, filled outside the sandbox"
-		}
-	}
-	return ""
-}
-
-func isEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
 }

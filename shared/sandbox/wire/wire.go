@@ -118,3 +118,43 @@ func visibleASCII(s string) bool {
 	}
 	return true
 }
+
+// ForbiddenEnv says why sandboxd --env refuses name (and a launcher with
+// it), or "" when the variable may reach commands, or "" when it may pass. Names
+// are compared without case.
+func ForbiddenEnv(name string) string {
+	if !isEnvName(name) {
+		return "not a variable name (letters, digits and _, not starting with a digit); name one variable a flag"
+	}
+	up := strings.ToUpper(name)
+	for _, p := range []struct{ prefix, why string }{
+		{"AWS_", "AWS variables hold credentials and configuration of the account: commands never see them"},
+		{"ECS_", "ECS variables lead to the task's metadata and credentials: commands never see them"},
+		{"SANDBOXD_", "sandboxd's own variables (its token) are never passed on"},
+		{"AGENTSFLEET_", "agentsfleet's own variables (the confinement policy among them) are never passed on"},
+		{"LD_", "the dynamic loader's variables would reach the trampoline, which starts as root"},
+	} {
+		if strings.HasPrefix(up, p.prefix) {
+			return p.why
+		}
+	}
+	for _, word := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"} {
+		if strings.Contains(up, word) {
+			return "the name says it holds a secret (it contains " + word + "): secrets reach a fleet only as «secret:NAME» references, filled outside the sandbox"
+		}
+	}
+	return ""
+}
+
+func isEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 )
 
 const (
@@ -140,7 +141,7 @@ func New(cfg Config) (*Launcher, error) {
 		return nil, fmt.Errorf("local: state folder: %w", err)
 	}
 	for _, name := range append(slices.Clone(DefaultEnv), cfg.Env...) {
-		if why := refusedEnv(name); why != "" {
+		if why := wire.ForbiddenEnv(name); why != "" {
 			return nil, fmt.Errorf("local: Config.Env names %q: %s", name, why)
 		}
 		if !slices.Contains(l.env, name) {

@@ -240,51 +240,11 @@ func roundUp(d time.Duration) time.Duration {
 	return time.Duration(math.Ceil(d.Seconds())) * time.Second
 }
 
-// refusedEnv says why a variable name must not reach commands, or "": the
-// rule of sandboxd's --env, which sandboxd applies again.
-func refusedEnv(name string) string {
-	if !isEnvName(name) {
-		return "not a variable name (letters, digits and _, not starting with a digit)"
-	}
-	if secretEnv(name) {
-		return "it may hold a secret (AWS_*, ECS_*, SANDBOXD_*, AGENTSFLEET_*, LD_*, *TOKEN*, *SECRET*, *KEY*, *PASSWORD*, *PASSWD*, *CREDENTIAL*): commands never get it"
-	}
-	return ""
-}
-
-func isEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func secretEnv(name string) bool {
-	up := strings.ToUpper(name)
-	for _, prefix := range []string{"AWS_", "ECS_", "SANDBOXD_", "AGENTSFLEET_", "LD_"} {
-		if strings.HasPrefix(up, prefix) {
-			return true
-		}
-	}
-	for _, word := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"} {
-		if strings.Contains(up, word) {
-			return true
-		}
-	}
-	return false
-}
-
 // sandboxdEnv is environ without the variables that may hold secrets.
 func sandboxdEnv(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); !secretEnv(name) {
+		if name, _, _ := strings.Cut(kv, "="); wire.ForbiddenEnv(name) == "" {
 			out = append(out, kv)
 		}
 	}
