@@ -177,6 +177,15 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 	if !strings.Contains(strings.Join(sandboximage.ServeArgs(), " "), "--listen :"+fmt.Sprint(sandboximage.Port)) {
 		t.Errorf("sandboxd serve does not listen on port %d", sandboximage.Port)
 	}
+	// On every address of the task, the token must not cross the network
+	// in clear text: sandboxd serves TLS with the key the runner pins, and
+	// the health check speaks TLS.
+	if args := sandboximage.ServeArgs(); !slices.Contains(args, "--tls-from-token") || slices.Contains(args, "--plain-http") {
+		t.Errorf("sandboxd serve %q does not serve TLS from the token", args)
+	}
+	if !slices.Contains(sandboximage.HealthCheck(), "--tls") {
+		t.Errorf("the health check %q does not speak TLS, which sandboxd serves", sandboximage.HealthCheck())
+	}
 }
 
 // TestBuildNamesTheBinarySandboxd: `go build ./sandboximage/...` makes a

@@ -27,7 +27,9 @@ const (
 	User = "agent"
 	UID  = 10001
 	GID  = 10001
-	// Port is the TCP port sandboxd serves its API on.
+	// Port is the TCP port sandboxd serves its API on, over TLS with the
+	// key pair derived from the task's token (ServeArgs' --tls-from-token),
+	// which the runner pins (package shared/sandbox/pin).
 	Port = 8080
 	// Workdir is the fleet's workdir, the image's WORKDIR.
 	Workdir = "/work"
@@ -57,14 +59,21 @@ var HealthAddr = "127.0.0.1:" + strconv.Itoa(Port)
 // Entrypoint is the image's ENTRYPOINT: sandboxd under tini.
 func Entrypoint() []string { return []string{InitPath, "--", BinaryPath} }
 
-// ServeArgs are the arguments the image runs sandboxd with (its CMD).
+// ServeArgs are the arguments the image runs sandboxd with (its CMD): on
+// every address of the task, over TLS whose key pair is derived from the
+// token in SANDBOXD_TOKEN (--tls-from-token), so that the runner, which
+// made the token, pins the key and the token never crosses the network in
+// clear text. The task definition gives the token in the container's
+// environment; sandboxd refuses to start without it.
 func ServeArgs() []string {
-	return []string{"serve", "--listen", ListenAddr, "--workdir", Workdir, "--agent", AgentDir,
+	return []string{"serve", "--listen", ListenAddr, "--tls-from-token", "--workdir", Workdir, "--agent", AgentDir,
 		"--data", DataDir, "--workspace", WorkspaceDir, "--user", strconv.Itoa(UID) + ":" + strconv.Itoa(GID)}
 }
 
 // HealthCheck is the command a container health check runs (the
 // Dockerfile's HEALTHCHECK; ECS task definitions take the same command).
+// It speaks TLS, as sandboxd serves, and checks no certificate: it runs
+// beside sandboxd, sends no token and reads nothing secret.
 func HealthCheck() []string {
-	return []string{BinaryPath, "health", "--addr", HealthAddr}
+	return []string{BinaryPath, "health", "--addr", HealthAddr, "--tls"}
 }

@@ -2,7 +2,7 @@
 // over HTTP for the runner, or runs one of them from the command line:
 //
 //	sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] [--env NAME]... [--local] TOOL 'JSON'
-//	sandboxd serve --listen ADDR [same root flags] [--idle-timeout D] [--tls-cert F --tls-key F] [--print-addr]
+//	sandboxd serve --listen ADDR [same root flags] [--idle-timeout D] [--tls-from-token | --tls-cert F --tls-key F | --plain-http] [--print-addr]
 //	sandboxd health [--addr HOST:PORT]
 //
 // The logic is in package shared/sandbox/server.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
@@ -49,11 +50,11 @@ type Config struct {
 	// wire.MinTokenLength visible ASCII characters).
 	Token string
 	// Transport sends the requests. It is where TLS with a pinned key
-	// goes: an *http.Transport whose TLSClientConfig accepts only the
-	// sandbox's key (VerifyConnection comparing the peer's public key with
-	// the expected one) rather than the system roots. Nil means a transport
-	// that uses no proxy (a proxy would see the token) and verifies https
-	// against the system roots.
+	// goes: pin.Transport(Token) accepts only a sandboxd serving with the
+	// key derived from Token (sandboxd serve --tls-from-token) rather than
+	// what the system roots vouch for; Pinned sets it. Nil means a
+	// transport that uses no proxy (a proxy would see the token) and
+	// verifies https against the system roots.
 	Transport http.RoundTripper
 	// CallTimeout bounds one Call, from sending the request to the last
 	// byte of the answer. Zero means DefaultCallTimeout; a fleet with its
@@ -122,6 +123,28 @@ func New(cfg Config) (*Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c, nil
+}
+
+// Pinned returns a client for a sandboxd that serves TLS with the key
+// derived from cfg.Token (`sandboxd serve --tls-from-token`, the image's
+// CMD): New(cfg) with cfg.Transport set to pin.Transport(cfg.Token), which
+// accepts that key alone and refuses every other certificate, one a
+// trusted CA signed included, before the token is sent. A refused sandbox
+// is ErrUnavailable, and also matches pin.ErrWrongKey. It refuses what New
+// refuses, a URL that is not https, and a cfg with a Transport of its own.
+func Pinned(cfg Config) (*Client, error) {
+	base, err := checkURL(cfg.URL, cfg.PlainHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox client: %s", scrub(err.Error(), cfg.Token))
+	}
+	if !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("sandbox client for %s: a pinned key needs an https URL", base)
+	}
+	if cfg.Transport != nil {
+		return nil, fmt.Errorf("sandbox client for %s: Pinned brings its own transport; use New for another", base)
+	}
+	cfg.Transport = pin.Transport(cfg.Token)
+	return New(cfg)
 }
 
 func checkURL(raw string, plainHTTP bool) (string, error) {

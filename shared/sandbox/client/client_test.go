@@ -2,10 +2,12 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
@@ -41,6 +44,12 @@ type sandboxd struct {
 
 func newSandboxd(t *testing.T, extra ...tool.Tool) *sandboxd {
 	t.Helper()
+	return startSandboxd(t, nil, extra...)
+}
+
+// startSandboxd is newSandboxd serving TLS with tlsConfig, when not nil.
+func startSandboxd(t *testing.T, tlsConfig *tls.Config, extra ...tool.Tool) *sandboxd {
+	t.Helper()
 	work := filepath.Join(sandboxtest.Base(t), "work")
 	sandboxtest.Mkdir(t, work)
 	if err := confine.PrepareRoots([]string{work}, 0, 0); err != nil {
@@ -55,10 +64,17 @@ func newSandboxd(t *testing.T, extra ...tool.Tool) *sandboxd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sd.requests.Add(1)
 		srv.ServeHTTP(w, r)
 	}))
+	if tlsConfig != nil {
+		ts.TLS = tlsConfig
+		ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes the tests make fail
+		ts.StartTLS()
+	} else {
+		ts.Start()
+	}
 	t.Cleanup(func() {
 		ts.Close()
 		for _, tl := range sd.tools {
@@ -508,7 +524,8 @@ func TestNoCgo(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command")
 	}
-	for _, pkg := range []string{"github.com/agentsfleet/agentsfleet/shared/sandbox/client", "github.com/agentsfleet/agentsfleet/shared/sandbox/wire"} {
+	for _, pkg := range []string{"github.com/agentsfleet/agentsfleet/shared/sandbox/client", "github.com/agentsfleet/agentsfleet/shared/sandbox/wire",
+		"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"} {
 		cmd := exec.Command(goCmd, "list", "-deps", "-f", "{{if and .CgoFiles (not .Standard)}}{{.ImportPath}}{{end}}", pkg)
 		// With cgo on, go list shows which packages have cgo files.
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
@@ -519,5 +536,97 @@ func TestNoCgo(t *testing.T) {
 		if s := strings.TrimSpace(string(out)); s != "" {
 			t.Errorf("%s depends on packages that use cgo:\n%s", pkg, s)
 		}
+	}
+}
+
+// pinnedTLS is sandboxd's TLS for tok (sandboxd serve --tls-from-token).
+func pinnedTLS(t *testing.T, tok string) *tls.Config {
+	t.Helper()
+	cfg, err := pin.ServerTLS(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestPinned: the pinned client calls a sandboxd serving the key of its
+// token, through Pinned and through Config.Transport = pin.Transport, and
+// refuses a sandboxd of another token before it sends anything.
+func TestPinned(t *testing.T) {
+	t.Parallel()
+	sd := startSandboxd(t, pinnedTLS(t, token))
+	sandboxtest.Write(t, filepath.Join(sd.work, "a.txt"), "over pinned TLS\n")
+	ctx := context.Background()
+	pinned, err := client.Pinned(client.Config{URL: sd.url, Token: token, CallTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaConfig := newClient(t, client.Config{URL: sd.url, Token: token, Transport: pin.Transport(token)})
+	for _, c := range []*client.Client{pinned, viaConfig} {
+		if err := c.Health(ctx); err != nil {
+			t.Fatalf("Health = %v", err)
+		}
+		for _, tt := range []struct{ name, args, want string }{
+			{"read", `{"path":"a.txt"}`, "1\tover pinned TLS"},
+			{"bash", `{"command":"echo hi"}`, "hi\n[exit code 0]"},
+		} {
+			got, err := c.Call(ctx, tt.name, json.RawMessage(tt.args), "")
+			if err != nil || got.Output != tt.want || got.IsError {
+				t.Errorf("Call(%s, %s) = %+v, %v; want %q", tt.name, tt.args, got, err, tt.want)
+			}
+		}
+	}
+	if got := sd.requests.Load(); got != 6 {
+		t.Errorf("sandboxd saw %d requests, want 6", got)
+	}
+
+	// A sandboxd whose key is another token's: the client sees it is not
+	// its sandbox during the handshake, and sends nothing.
+	impostor := startSandboxd(t, pinnedTLS(t, "another-token-0123456789abcdef"))
+	c, err := client.Pinned(client.Config{URL: impostor.url, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(ctx, "bash", json.RawMessage(`{"command":"true"}`), "")
+	wantError(t, err, client.ErrUnavailable, 0, "did not answer: call bash: ", "does not hold the sandbox's key")
+	if !errors.Is(err, pin.ErrWrongKey) {
+		t.Errorf("%v does not match pin.ErrWrongKey", err)
+	}
+	wantError(t, c.Health(ctx), client.ErrUnavailable, 0, "does not hold the sandbox's key")
+	if got := impostor.requests.Load(); got != 0 {
+		t.Errorf("the impostor saw %d requests, want 0", got)
+	}
+
+	// The same with the unpinned default: a self-signed certificate the
+	// system roots do not know.
+	plain := newClient(t, client.Config{URL: sd.url})
+	wantError(t, plain.Health(ctx), client.ErrUnavailable, 0, "certificate")
+}
+
+func TestPinnedRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		cfg  client.Config
+		want string
+	}{
+		{"plain http", client.Config{URL: "http://127.0.0.1:7070"}, "a pinned key needs an https URL"},
+		{"plain http allowed", client.Config{URL: "http://10.0.1.5:8080", PlainHTTP: true}, "a pinned key needs an https URL"},
+		{"a transport", client.Config{URL: "https://10.0.1.5:8443", Transport: http.DefaultTransport}, "brings its own transport"},
+		{"credentials", client.Config{URL: "https://user:" + token + "@10.0.1.5:8443"}, "must not carry credentials"},
+		{"does not parse", client.Config{URL: "https://10.0.1.5:8443/%zz" + token}, "must be http(s)://host:port"},
+		{"short token", client.Config{URL: "https://10.0.1.5:8443", Token: "short"}, "the token must be at least 16 bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.cfg.Token == "" {
+				tt.cfg.Token = token
+			}
+			_, err := client.Pinned(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Pinned = %v, want an error containing %q", err, tt.want)
+			}
+			noToken(t, err)
+		})
 	}
 }

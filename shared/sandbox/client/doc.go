@@ -17,5 +17,9 @@
 // not cross a network in clear text. The client trusts what the transport
 // trusts: with Config.Transport nil, an https sandbox must present a
 // certificate the system roots verify. In AWS the runner pins the
-// sandbox's key instead, with a transport of its own in Config.Transport.
+// sandbox's key instead: Pinned (Config.Transport = pin.Transport(token))
+// accepts only a sandboxd serving with the key derived from the token
+// (sandboxd serve --tls-from-token), and refuses any other certificate
+// during the handshake, before the request with the token goes out;
+// package pin says what that stops and what it does not.
 package client

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
@@ -44,7 +45,7 @@ type Defaults struct {
 
 const usage = `usage:
   sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] [--env NAME]... [--local] TOOL 'JSON'
-  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-cert FILE --tls-key FILE] [--print-addr]
+  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-from-token | --tls-cert FILE --tls-key FILE | --plain-http] [--print-addr]
   sandboxd health [--addr HOST:PORT] [--tls]
 
 call runs one tool and prints exactly the text the model would see: exit 0
@@ -52,6 +53,11 @@ for a normal result, 3 for an error result, 2 for bad usage.
 serve reads its bearer token from $SANDBOXD_TOKEN; with --print-addr it
 prints the address it listens on (HOST:PORT, one line on stdout) once it
 serves, for --listen 127.0.0.1:0.
+--tls-from-token serves TLS 1.3 with the key pair derived from the token,
+which the runner pins (package pin): the image's CMD. --tls-cert and
+--tls-key serve TLS with a certificate of your own. Without TLS, serve
+listens on a loopback address only, unless --plain-http says the network
+is trusted: the token then crosses it in clear text.
 Run as root, sandboxd acts as --user (default 65534:65534), and so do its
 commands, through and through; the roots must be that user's to reach.
 --local is one person's machine (launch/local): it allows --user 0, which
@@ -227,14 +233,41 @@ func parseUser(s string, local bool) (uid, gid int, keepRoot bool, err error) {
 // machine: --local is one person's machine, reached over loopback, never
 // the image (whose --listen is ":8080").
 func checkLocalListen(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
+	lo, err := loopbackListen(addr)
 	if err != nil {
-		return fmt.Errorf("--listen %q: %w", addr, err)
+		return err
 	}
-	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+	if !lo {
 		return fmt.Errorf("--local listens on loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT), not %q", addr)
 	}
 	return nil
+}
+
+// checkPlainListen refuses a serve without TLS that would listen beyond
+// this machine, where the token would cross a network in clear text,
+// unless plainHTTP (--plain-http) says that network is trusted.
+func checkPlainListen(addr string, plainHTTP bool) error {
+	lo, err := loopbackListen(addr)
+	if err != nil {
+		return err
+	}
+	if !lo && !plainHTTP {
+		return fmt.Errorf("--listen %q is not a loopback address, and plain HTTP would send the token across the network in clear text: "+
+			"serve TLS (--tls-from-token, or --tls-cert and --tls-key), or say the network is trusted with --plain-http", addr)
+	}
+	return nil
+}
+
+// loopbackListen reports whether the --listen address addr is on loopback
+// only (127.0.0.0/8, ::1 or localhost); ":PORT" and 0.0.0.0 are every
+// address.
+func loopbackListen(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	ip := net.ParseIP(host)
+	return strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback()), nil
 }
 
 // watchParent calls stop once sandboxd's parent, ppid when sandboxd
@@ -336,8 +369,10 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", d.Listen, "address to listen on, HOST:PORT")
 	idle := fs.Duration("idle-timeout", DefaultIdle, "exit after this long without a call (0: never)")
 	grace := fs.Duration("shutdown-grace", defaultGrace, "on SIGTERM, how long calls in progress may finish")
+	fromToken := fs.Bool("tls-from-token", false, "serve TLS 1.3 with the key pair derived from $"+wire.TokenEnv+", which the runner pins")
 	certFile := fs.String("tls-cert", "", "serve TLS with this certificate (PEM)")
 	keyFile := fs.String("tls-key", "", "and this key (PEM)")
+	plainHTTP := fs.Bool("plain-http", false, "serve plain HTTP on an address that is not loopback: the token crosses that network in clear text")
 	printAddr := fs.Bool("print-addr", false, "once serving, print the address listened on (HOST:PORT) as one line on stdout")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -365,6 +400,20 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: --tls-cert and --tls-key go together\n")
 		return ExitUsage
 	}
+	withTLS := *fromToken || *certFile != ""
+	switch {
+	case *fromToken && *certFile != "":
+		fmt.Fprintf(stderr, "sandboxd serve: --tls-from-token and --tls-cert/--tls-key are two ways to serve TLS: give one\n")
+		return ExitUsage
+	case *plainHTTP && withTLS:
+		fmt.Fprintf(stderr, "sandboxd serve: --plain-http allows serving without TLS; it does not go with --tls-from-token or --tls-cert\n")
+		return ExitUsage
+	case !withTLS:
+		if err := checkPlainListen(*listen, *plainHTTP); err != nil {
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitUsage
+		}
+	}
 	if err := wire.CheckToken(token); err != nil {
 		fmt.Fprintf(stderr, "sandboxd serve: $%s must hold the bearer token: %v\n", wire.TokenEnv, err)
 		return ExitUsage
@@ -384,7 +433,13 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 		}
 	}
 	var tlsConfig *tls.Config
-	if *certFile != "" {
+	switch {
+	case *fromToken:
+		if tlsConfig, err = pin.ServerTLS(token); err != nil {
+			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+			return ExitUsage
+		}
+	case *certFile != "":
 		if tlsConfig, err = LoadTLS(*certFile, *keyFile); err != nil {
 			fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 			return ExitUsage
@@ -425,7 +480,7 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 	if len(rf.unsetEnv) > 0 {
 		log.Warn("variables named by --env are not set: commands go without them", "names", rf.unsetEnv)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "tls", *certFile != "", "workdir", cfg.Roots.Workdir(),
+	log.Info("listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "tls_from_token", *fromToken, "workdir", cfg.Roots.Workdir(),
 		"confinement", cfg.Policy.Status(), "local", rf.local, "env", rf.env,
 		"timeout_seconds", rf.timeout, "idle_timeout", idle.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

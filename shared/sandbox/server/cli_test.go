@@ -3,6 +3,10 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,7 +23,9 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
+	sandboxclient "github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 )
@@ -344,6 +350,130 @@ func TestServeRefusesABadCertificate(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "TLS certificate") || !strings.Contains(string(out), missing) {
 		t.Fatalf("serve with a missing certificate: %v %s, want exit 2 naming the file", err, out)
+	}
+}
+
+// TestServeTLSFromTokenEndToEnd: sandboxd serve --tls-from-token, a
+// process of its own, serves the certificate pin.Certificate makes of its
+// token in this process, byte for byte; the runner's pinned client reads
+// and runs bash through it; sandboxd health --tls finds it up; and a
+// client pinned to another token is refused before any tool runs.
+func TestServeTLSFromTokenEndToEnd(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.work, "a.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, []string{wire.TokenEnv + "=" + testToken}, "--tls-from-token", "--workdir", f.work, "--idle-timeout", "0")
+	if !strings.Contains(p.log(), `"tls":true,"tls_from_token":true`) {
+		t.Errorf("the listening line does not say TLS from the token:\n%s", p.log())
+	}
+
+	want, err := pin.Certificate(testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", p.addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only to look at the certificate
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := conn.ConnectionState()
+	conn.Close()
+	if cs.Version != tls.VersionTLS13 || len(cs.PeerCertificates) != 1 || !bytes.Equal(cs.PeerCertificates[0].Raw, want.Certificate[0]) {
+		t.Errorf("sandboxd serves %s with %d certificates, not TLS 1.3 with pin.Certificate of its token alone", tls.VersionName(cs.Version), len(cs.PeerCertificates))
+	}
+
+	ctx := context.Background()
+	c, err := sandboxclient.Pinned(sandboxclient.Config{URL: "https://" + p.addr, Token: testToken, CallTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Health(ctx); err != nil {
+		t.Fatalf("Health = %v", err)
+	}
+	for _, tt := range []struct{ name, args, want string }{
+		{"read", `{"path":"a.txt"}`, "1\tone\n2\ttwo"},
+		{"bash", `{"command":"echo state > s.txt && cat s.txt"}`, "state\n[exit code 0]"},
+		{"read", `{"path":"s.txt"}`, "1\tstate"},
+	} {
+		res, err := c.Call(ctx, tt.name, json.RawMessage(tt.args), "")
+		if err != nil || res.IsError || res.Output != tt.want {
+			t.Errorf("%s %s = %+v, %v; want %q", tt.name, tt.args, res, err, tt.want)
+		}
+	}
+	calls := strings.Count(p.log(), `"msg":"tool"`)
+
+	other, err := sandboxclient.Pinned(sandboxclient.Config{URL: "https://" + p.addr, Token: "other-token-0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Call(ctx, "bash", json.RawMessage(`{"command":"echo reached"}`), ""); !errors.Is(err, pin.ErrWrongKey) {
+		t.Errorf("a client of another token: %v, want pin.ErrWrongKey", err)
+	}
+	if out, err := sandboxd(t, "health", "--tls", "--addr", p.addr).CombinedOutput(); err != nil {
+		t.Errorf("sandboxd health --tls: %v %s", err, out)
+	}
+	if err := sandboxd(t, "health", "--addr", p.addr).Run(); err == nil {
+		t.Error("sandboxd health without --tls passes against a TLS sandboxd")
+	}
+	if got := strings.Count(p.log(), `"msg":"tool"`); got != calls || calls != 3 {
+		t.Errorf("sandboxd logged %d tool calls, then %d; want 3 and no more:\n%s", calls, got, p.log())
+	}
+}
+
+// TestServeTLSRules: --tls-from-token goes alone; without TLS, serve
+// listens on loopback only unless --plain-http says the network is
+// trusted. A missing workdir shows where a serve got past these rules
+// without listening on every address of this machine.
+func TestServeTLSRules(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	missing := filepath.Join(f.base, "missing")
+	serve := func(args ...string) (int, string) {
+		cmd := sandboxd(t, append([]string{"serve"}, args...)...)
+		cmd.Env = append(os.Environ(), wire.TokenEnv+"="+testToken)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	const plainRefused = "is not a loopback address, and plain HTTP would send the token across the network in clear text"
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"from the token and from files", []string{"--listen", "127.0.0.1:0", "--workdir", f.work, "--tls-from-token", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+			"--tls-from-token and --tls-cert/--tls-key are two ways to serve TLS: give one"},
+		{"plain HTTP with TLS", []string{"--listen", "127.0.0.1:0", "--workdir", f.work, "--tls-from-token", "--plain-http"},
+			"--plain-http allows serving without TLS"},
+		{"plain on every address", []string{"--listen", ":0", "--workdir", f.work}, plainRefused},
+		{"plain on 0.0.0.0", []string{"--listen", "0.0.0.0:0", "--workdir", f.work}, plainRefused},
+		{"plain on [::]", []string{"--listen", "[::]:0", "--workdir", f.work}, plainRefused},
+		{"plain on a name", []string{"--listen", "sandbox.internal:0", "--workdir", f.work}, plainRefused},
+		{"the image's CMD without TLS", append(slices.DeleteFunc(slices.Clone(sandboximage.ServeArgs()[1:]),
+			func(a string) bool { return a == "--tls-from-token" }), "--workdir", missing), plainRefused},
+		// Past the rules (the workdir is what fails):
+		{"plain on every address, trusted", []string{"--listen", ":0", "--plain-http", "--workdir", missing}, "roots: workdir"},
+		{"TLS from the token on every address", []string{"--listen", ":0", "--tls-from-token", "--workdir", missing}, "roots: workdir"},
+		{"plain on loopback", []string{"--listen", "127.0.0.1:0", "--workdir", missing}, "roots: workdir"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if status, out := serve(tt.args...); status != server.ExitUsage || !strings.Contains(out, tt.want) {
+				t.Fatalf("serve %q: exit %d, %q; want exit 2 saying %q", tt.args, status, out, tt.want)
+			}
+		})
+	}
+	// The image's CMD gets past them too: it fails later, on what this
+	// machine lacks (root, or /agent), never on TLS.
+	status, out := serve(append(slices.Clone(sandboximage.ServeArgs()[1:]), "--workdir", missing)...)
+	if status != server.ExitUsage || strings.Contains(out, plainRefused) || strings.Contains(out, "--tls") || strings.Contains(out, "loopback") {
+		t.Errorf("the image's CMD: exit %d, %q; want exit 2 for another reason than TLS", status, out)
+	}
+	// A token sandboxd refuses gives no key either.
+	cmd := sandboxd(t, "serve", "--listen", "127.0.0.1:0", "--workdir", f.work, "--tls-from-token")
+	cmd.Env = append(os.Environ(), wire.TokenEnv+"=short")
+	if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != server.ExitUsage || !strings.Contains(string(out), wire.TokenEnv) {
+		t.Errorf("--tls-from-token with a short token: exit %d, %q; want 2 naming %s", cmd.ProcessState.ExitCode(), out, wire.TokenEnv)
 	}
 }
 

@@ -23,5 +23,7 @@
 // overwrites it in the memory /proc/<pid>/environ shows), compares it in
 // constant time, and marks itself non-dumpable so processes of its own user
 // cannot read its memory. Plain HTTP is for loopback and tests; in AWS the same API is
-// served over TLS (--tls-cert, --tls-key).
+// served over TLS: --tls-from-token (a key derived from the token, which the
+// runner pins; package pin) or --tls-cert and --tls-key. Plain HTTP is
+// refused off loopback unless --plain-http says the network is trusted.
 package server
