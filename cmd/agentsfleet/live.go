@@ -26,7 +26,6 @@ type textView struct {
 	spinning bool
 	stop     chan struct{}
 	streamed strings.Builder // the text of the current model call
-	answered bool
 }
 
 func newTextView(out io.Writer, tty bool) *textView { return &textView{out: out, tty: tty} }
