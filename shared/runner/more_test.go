@@ -173,3 +173,28 @@ text = "read {{output \"read\"}}"
 		}
 	}
 }
+
+// systemModel answers at once and keeps the system prompt it was given.
+type systemModel struct{ system atomic.Value }
+
+func (m *systemModel) Converse(_ context.Context, req model.Request) (model.Response, error) {
+	m.system.Store(req.System)
+	return model.Response{Message: model.Message{Role: model.Assistant, Content: []model.Part{{Text: "ok"}}}}, nil
+}
+
+// TestTheModelIsToldTheRealPaths: the instructions come first, then the
+// run's folders as the sandboxes really have them.
+func TestTheModelIsToldTheRealPaths(t *testing.T) {
+	t.Parallel()
+	m := &systemModel{}
+	e := newEnv(t, "[[turn]]\ntext = \"unused\"\n", func(c *runner.Config) { c.Model = m })
+	d := e.fleet(definition("paths", "read"))
+	id := e.start(d, "where am I?")
+	if err := e.runner.Run(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	sys, _ := m.system.Load().(string)
+	if !strings.HasPrefix(sys, "Do as asked.") || !strings.Contains(sys, "Your working directory is "+e.work+".") || strings.Contains(sys, "/agent keeps") {
+		t.Errorf("system prompt %q: want the instructions, then the workdir %s", sys, e.work)
+	}
+}

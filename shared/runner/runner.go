@@ -585,11 +585,15 @@ func (x *execution) system() string {
 	b.WriteString(strings.TrimSpace(x.def.Instructions))
 	fmt.Fprintf(&b, "\n\nYou are the agent of the fleet %q, run by agentsfleet. This run was started from %s on %s.",
 		x.def.Name, x.run.Source, x.run.CreatedAt.UTC().Format("Monday 2 January 2006, 15:04 UTC"))
-	workdir := x.def.Workdir
+	places := launch.Places{Workdir: x.def.Workdir, Agent: launch.DefaultAgent}
 	if p, ok := x.r.cfg.Sandboxes.(launch.Placer); ok {
-		workdir = p.Workdir(x.spec())
+		places = p.Places(x.spec())
 	}
-	fmt.Fprintf(&b, " Your working directory is %s; the fleet's folder /agent keeps files from one run to the next.", workdir)
+	fmt.Fprintf(&b, " Your working directory is %s", places.Workdir)
+	if places.Agent != "" {
+		fmt.Fprintf(&b, "; the fleet's folder %s keeps files from one run to the next", places.Agent)
+	}
+	b.WriteString(".")
 	b.WriteString(" Use the tools to do the work. When you are done, answer with your final message and no tool call: that answer is what the person who started the run receives.")
 	return b.String()
 }

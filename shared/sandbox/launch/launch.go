@@ -51,12 +51,24 @@ type Launcher interface {
 	Release(ctx context.Context, runID string) error
 }
 
-// Placer is the optional ability of a Launcher whose sandboxes see the
-// run's workdir somewhere else than the Definition says: a local launcher
-// serves a folder of this machine. The runner tells the model that path.
+// Placer is the optional ability of a Launcher whose sandboxes keep the
+// run's folders somewhere else than the Definition and the image say: a
+// local launcher serves folders of this machine. The runner tells the
+// model these paths.
 type Placer interface {
-	Workdir(spec Spec) string
+	Places(spec Spec) Places
 }
+
+// Places are the real paths of a sandbox's folders.
+type Places struct {
+	// Workdir is where tools start and relative paths resolve.
+	Workdir string
+	// Agent is the fleet's folder, kept from one run to the next.
+	Agent string
+}
+
+// DefaultAgent is the fleet's folder in the sandbox image.
+const DefaultAgent = "/agent"
 
 // ErrStart is wrapped by Acquire's error when no sandbox could be started
 // for the run (the reason follows it).
@@ -80,3 +92,31 @@ func (n None) Acquire(context.Context, Spec) (*Sandbox, error) {
 
 // Release has nothing to stop.
 func (None) Release(context.Context, string) error { return nil }
+
+// Warm is a sandbox started before any run asked for it, as a pool keeps
+// them: generic (no fleet's folder, no run), recorded so that another
+// invocation, or another process, can claim it.
+type Warm struct {
+	// ID names it: a task ARN on Fargate, "local-<pid>" locally.
+	ID string
+	// Size is the sandbox size it was started with.
+	Size fleet.SandboxSize
+	// URL is where its sandboxd answers (https://IP:PORT on Fargate).
+	URL string
+	// Token is its bearer token (and, with pinned TLS, its key).
+	Token string
+	// Started is when it was started.
+	Started time.Time
+}
+
+// Starter starts and stops generic sandboxes for a pool: the ability a
+// pool needs of a launcher (launch/ecs and launch/local have it).
+type Starter interface {
+	// Start starts one idle sandbox of size and returns once it is healthy.
+	Start(ctx context.Context, size fleet.SandboxSize) (Warm, error)
+	// Connect returns a client for w, checking its health: an error means
+	// w is dead or unreachable and should be discarded.
+	Connect(ctx context.Context, w Warm) (*Sandbox, error)
+	// Stop stops w; stopping one already gone is not an error.
+	Stop(ctx context.Context, w Warm) error
+}

@@ -224,7 +224,9 @@ func executable(path string) error {
 }
 
 // Workdir is the folder the sandboxes serve as the workdir, absolute.
-func (l *Launcher) Workdir(launch.Spec) string { return l.workdir }
+func (l *Launcher) Places(spec launch.Spec) launch.Places {
+	return launch.Places{Workdir: l.workdir, Agent: filepath.Join(l.stateDir, "agents", spec.Fleet)}
+}
 
 // Acquire returns the run's sandbox, starting one when the run has none:
 // the same sandbox comes back while its process lives and answers

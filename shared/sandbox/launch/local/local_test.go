@@ -170,8 +170,8 @@ func TestAcquireCallRelease(t *testing.T) {
 	if pid == 0 || sb.ID != "sandboxd-"+strconv.Itoa(pid) {
 		t.Fatalf("sandbox %q, PID %d: want the id to name the process", sb.ID, pid)
 	}
-	if got := l.Workdir(s); got != cfg.Workdir {
-		t.Errorf("Workdir = %q, want %q", got, cfg.Workdir)
+	if got := l.Places(s); got.Workdir != cfg.Workdir || got.Agent != filepath.Join(cfg.StateDir, "agents", s.Fleet) {
+		t.Errorf("Places = %+v, want the workdir %s and the fleet's folder under %s", got, cfg.Workdir, cfg.StateDir)
 	}
 	sandboxtest.WantText(t, call(t, sb, "read", map[string]any{"path": "a.txt"}), "1\thello")
 	if out := bash(t, sb, "echo hi from $(pwd)"); out != "hi from "+cfg.Workdir+"\n[exit code 0]" {
