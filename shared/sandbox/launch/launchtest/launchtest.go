@@ -60,8 +60,10 @@ func New(t testing.TB, dirs sandbox.Dirs) *Launcher {
 	return l
 }
 
-// Workdir is the folder the sandboxes serve as the workdir.
-func (l *Launcher) Workdir(launch.Spec) string { return l.dirs.Workdir }
+// Places are the folders the sandboxes serve.
+func (l *Launcher) Places(launch.Spec) launch.Places {
+	return launch.Places{Workdir: l.dirs.Workdir, Agent: l.dirs.Agent}
+}
 
 // Acquire returns the run's sandbox, starting one when it has none.
 func (l *Launcher) Acquire(_ context.Context, spec launch.Spec) (*launch.Sandbox, error) {
