@@ -24,6 +24,7 @@
 //	event numbers 1, 2, 3… without gaps evtSeq (run)                       tx: update run if seq = read + put events
 //	revision numbers 1, 2, 3…           rev (fleet)                        tx: update fleet if rev = read + put revision
 //	one run per idempotency key         the key item                       tx: put key if absent or expired + put run
+//	one run per pooled sandbox          state, claimedBy (sandbox)         update if state = idle and expiresAt > now
 //	legal status moves only             status (run)                       update if status IN (allowed sources)
 //
 // Where a condition fails, the Store asks DynamoDB for the item as it was
@@ -57,6 +58,7 @@
 //	event               RUN#<id>             EVT#<%016d seq>       -              -              type, JSON body, time
 //	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
+//	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //
 // Access patterns:
 //
@@ -66,6 +68,7 @@
 //	list a fleet's schedules (≤ 32)                              Query pk=FLEET#<name>, sk begins_with SCHED#
 //	list a run's events from a sequence number, paged            Query pk=RUN#<id>, sk BETWEEN EVT#<from> AND EVT#<max>
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
+//	list a size's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<size>, sk begins_with SBX#
 //
 // Run ids (and child and schedule ids) are 26 Crockford base32 characters,
 // time first, like ULIDs, so gsi1sk sorts runs by creation. Page cursors are

@@ -1,0 +1,150 @@
+package launchtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+)
+
+// Starter is a launch.Starter for pool tests: each Start serves a fresh
+// sandboxd (its own folder, a fresh token) in this process on loopback;
+// Warm.URL is that address. Stop closes it, and so does Kill behind a
+// pool's back, as a task that died does. It is safe for concurrent use.
+type Starter struct {
+	dir     string
+	n       atomic.Int64
+	started atomic.Int64
+	stopped atomic.Int64
+
+	mu  sync.Mutex
+	all map[string]*running // by Warm.ID, until stopped
+}
+
+var _ launch.Starter = (*Starter)(nil)
+
+// NewStarter returns a Starter whose sandboxes serve folders under a
+// temporary folder of the test's; the ones still running stop when the
+// test ends.
+func NewStarter(t testing.TB) *Starter {
+	s := &Starter{dir: t.TempDir(), all: map[string]*running{}}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		rs := make([]*running, 0, len(s.all))
+		for _, r := range s.all {
+			rs = append(rs, r)
+		}
+		s.all = map[string]*running{}
+		s.mu.Unlock()
+		for _, r := range rs {
+			r.stop()
+		}
+	})
+	return s
+}
+
+// Start serves a new sandboxd and returns it once it answers its health
+// check.
+func (s *Starter) Start(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
+	id := fmt.Sprintf("inprocess-%d", s.n.Add(1))
+	dirs := sandbox.Dirs{Workdir: filepath.Join(s.dir, id, "work"), Agent: filepath.Join(s.dir, id, "agent")}
+	for _, d := range []string{dirs.Workdir, dirs.Agent} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return launch.Warm{}, fmt.Errorf("%w: %v", launch.ErrStart, err)
+		}
+	}
+	roots, err := sandbox.New(dirs)
+	if err != nil {
+		return launch.Warm{}, fmt.Errorf("%w: %v", launch.ErrStart, err)
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	tok := hex.EncodeToString(b)
+	tools := server.Tools(server.Config{Roots: roots})
+	srv, err := server.New(server.Options{Token: tok, Tools: tools, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return launch.Warm{}, fmt.Errorf("%w: %v", launch.ErrStart, err)
+	}
+	r := &running{srv: httptest.NewServer(srv)}
+	for _, t := range tools {
+		if c, ok := t.(io.Closer); ok {
+			r.tools = append(r.tools, c)
+		}
+	}
+	w := launch.Warm{ID: id, Size: size, URL: r.srv.URL, Token: tok, Started: time.Now()}
+	s.mu.Lock()
+	s.all[id] = r
+	s.mu.Unlock()
+	s.started.Add(1)
+	if _, err := s.Connect(ctx, w); err != nil {
+		s.Stop(ctx, w)
+		return launch.Warm{}, fmt.Errorf("%w: %v", launch.ErrStart, err)
+	}
+	return w, nil
+}
+
+// Connect returns a client for w after a health check.
+func (s *Starter) Connect(ctx context.Context, w launch.Warm) (*launch.Sandbox, error) {
+	c, err := client.New(client.Config{URL: w.URL, Token: w.Token, HealthTimeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("connect to sandbox %s: %w", w.ID, err)
+	}
+	if err := c.Health(ctx); err != nil {
+		return nil, fmt.Errorf("connect to sandbox %s: %w", w.ID, err)
+	}
+	return &launch.Sandbox{ID: w.ID, Client: c}, nil
+}
+
+// Stop closes w's server; stopping one already stopped is not an error.
+func (s *Starter) Stop(_ context.Context, w launch.Warm) error {
+	s.mu.Lock()
+	r, ok := s.all[w.ID]
+	delete(s.all, w.ID)
+	s.mu.Unlock()
+	if ok {
+		s.stopped.Add(1)
+		r.stop()
+	}
+	return nil
+}
+
+// Kill closes sandbox id's server without counting it as stopped, as a
+// task that dies on its own.
+func (s *Starter) Kill(id string) {
+	s.mu.Lock()
+	r, ok := s.all[id]
+	delete(s.all, id)
+	s.mu.Unlock()
+	if ok {
+		r.stop()
+	}
+}
+
+// Running reports whether sandbox id is serving.
+func (s *Starter) Running(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.all[id]
+	return ok
+}
+
+// Started returns how many sandboxes Start has started.
+func (s *Starter) Started() int { return int(s.started.Load()) }
+
+// Stopped returns how many Stop has stopped (Kill's not counted).
+func (s *Starter) Stopped() int { return int(s.stopped.Load()) }

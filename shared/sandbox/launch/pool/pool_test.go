@@ -1,0 +1,357 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/agentsfleet/agentsfleet/shared/awstest"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/launchtest"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+func TestMain(m *testing.M) { awstest.Main(m) }
+
+var ctx = context.Background()
+
+const small = fleet.SizeSmall
+
+// newStore is a Store over a fresh table.
+func newStore(t testing.TB) *store.Store {
+	t.Helper()
+	db := dynamodb.NewFromConfig(awstest.Config(t))
+	table := awstest.UniqueName(t, "pool")
+	if err := store.CreateTable(ctx, db, table); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	return store.New(db, table)
+}
+
+func newPool(t testing.TB, st *store.Store, s *launchtest.Starter, target int, mod ...func(*pool.Config)) *pool.Pool {
+	t.Helper()
+	cfg := pool.Config{Starter: s, Records: st, Target: map[fleet.SandboxSize]int{small: target}}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	p, err := pool.New(cfg)
+	if err != nil {
+		t.Fatalf("pool.New: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func idleIDs(t testing.TB, st *store.Store) map[string]bool {
+	t.Helper()
+	recs, err := st.ListPool(ctx, string(small))
+	if err != nil {
+		t.Fatalf("ListPool: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, r := range recs {
+		if r.State == store.PoolIdle {
+			ids[r.ID] = true
+		}
+	}
+	return ids
+}
+
+func countIdle(t testing.TB, st *store.Store) int {
+	t.Helper()
+	n, err := st.CountIdle(ctx, string(small))
+	if err != nil {
+		t.Fatalf("CountIdle: %v", err)
+	}
+	return n
+}
+
+func spec(run string) launch.Spec { return launch.Spec{RunID: run, Fleet: "f", Size: small} }
+
+func TestConcurrentAcquiresAgainstFourIdle(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	p := newPool(t, st, s, 4)
+	if n, err := p.TopUp(ctx, small); err != nil || n != 4 {
+		t.Fatalf("TopUp = %d, %v; want 4 started", n, err)
+	}
+	warm := idleIDs(t, st)
+
+	var mu sync.Mutex
+	byID := map[string]string{} // sandbox → run
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 10 {
+		wg.Go(func() {
+			<-start
+			run := fmt.Sprintf("run-%02d", i)
+			sb, err := p.Acquire(ctx, spec(run))
+			if err != nil {
+				t.Errorf("Acquire(%s): %v", run, err)
+				return
+			}
+			if err := sb.Client.Health(ctx); err != nil {
+				t.Errorf("sandbox of %s: %v", run, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if prev, dup := byID[sb.ID]; dup {
+				t.Errorf("sandbox %s given to %s and %s", sb.ID, prev, run)
+			}
+			byID[sb.ID] = run
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	fromPool := 0
+	for id := range byID {
+		if warm[id] {
+			fromPool++
+		}
+	}
+	if got, want := len(byID), 10; got != want {
+		t.Fatalf("%d distinct sandboxes, want %d", got, want)
+	}
+	if got, want := fromPool, 4; got != want {
+		t.Errorf("%d runs got an idle sandbox, want %d", got, want)
+	}
+	if st := p.Stats(); st.Claimed != 4 || st.Cold != 6 {
+		t.Errorf("Stats = %+v, want 4 claimed, 6 cold", st)
+	}
+	p.Wait() // the top-up after the claims
+	if got, want := countIdle(t, st), 4; got != want {
+		t.Errorf("after top-up %d idle, want %d", got, want)
+	}
+	if got, want := s.Started(), 4+6+4; got != want {
+		t.Errorf("started %d sandboxes, want %d", got, want)
+	}
+}
+
+func TestDeadIdleSandboxDiscarded(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	p := newPool(t, st, s, 2)
+	if _, err := p.TopUp(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.ListPool(ctx, string(small))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("ListPool = %d, %v; want 2", len(recs), err)
+	}
+	oldest, next := recs[0].ID, recs[1].ID
+	s.Kill(oldest) // dies behind the pool's back
+
+	sb, err := p.Acquire(ctx, spec("run-a"))
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if sb.ID != next {
+		t.Errorf("Acquire gave %s, want the next idle one, %s", sb.ID, next)
+	}
+	if got := p.Stats(); got.Discarded != 1 || got.Claimed != 1 || got.Cold != 0 {
+		t.Errorf("Stats = %+v, want 1 discarded, 1 claimed, 0 cold", got)
+	}
+	p.Wait()
+	for _, r := range must(st.ListPool(ctx, string(small))) {
+		if r.ID == oldest {
+			t.Errorf("the dead sandbox's record %s is still there: %+v", oldest, r)
+		}
+	}
+	if got, want := countIdle(t, st), 2; got != want {
+		t.Errorf("after top-up %d idle, want %d", got, want)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	var mu sync.Mutex
+	offset := time.Duration(0)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Now().Add(offset)
+	}
+	p := newPool(t, st, s, 3, func(c *pool.Config) { c.MaxIdle = time.Hour; c.Now = now })
+	if _, err := p.TopUp(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	first := idleIDs(t, st)
+
+	// A dead one is dropped and replaced; the live ones stay.
+	var dead string
+	for id := range first {
+		dead = id
+		break
+	}
+	s.Kill(dead)
+	if err := p.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	second := idleIDs(t, st)
+	if second[dead] || len(second) != 3 {
+		t.Errorf("after sweep idle = %v; want 3 without %s", second, dead)
+	}
+	for id := range first {
+		if id != dead && !second[id] {
+			t.Errorf("live idle sandbox %s was swept", id)
+		}
+	}
+	if got, want := s.Stopped(), 0; got != want {
+		t.Errorf("stopped %d, want %d (the dead one was killed, not stopped)", got, want)
+	}
+
+	// Past MaxIdle every idle one is stopped and the pool refilled.
+	mu.Lock()
+	offset = 2 * time.Hour
+	mu.Unlock()
+	if err := p.Sweep(ctx); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	third := idleIDs(t, st)
+	for id := range second {
+		if third[id] || s.Running(id) {
+			t.Errorf("idle sandbox %s past MaxIdle: still recorded %v, running %v", id, third[id], s.Running(id))
+		}
+	}
+	if got, want := len(third), 3; got != want {
+		t.Errorf("after sweep %d idle, want %d", got, want)
+	}
+	if got, want := s.Stopped(), 3; got != want {
+		t.Errorf("stopped %d, want %d", got, want)
+	}
+}
+
+func TestReleaseAndReacquire(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	p := newPool(t, st, s, 1)
+	if _, err := p.TopUp(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Acquire(ctx, spec("run-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.Acquire(ctx, spec("run-a"))
+	if err != nil || again.ID != sb.ID {
+		t.Fatalf("Acquire again = %v, %v; want %s", again, err, sb.ID)
+	}
+	// Another invocation (a new Pool over the same table) finds it too.
+	other := newPool(t, st, s, 1)
+	resumed, err := other.Acquire(ctx, spec("run-a"))
+	if err != nil || resumed.ID != sb.ID {
+		t.Fatalf("Acquire from another Pool = %v, %v; want %s", resumed, err, sb.ID)
+	}
+	if got := other.Stats(); got.Resumed != 1 || got.Claimed != 0 || got.Cold != 0 {
+		t.Errorf("other Stats = %+v, want 1 resumed only", got)
+	}
+	p.Wait()
+
+	stopped := s.Stopped()
+	if err := p.Release(ctx, "run-a"); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if s.Running(sb.ID) {
+		t.Errorf("sandbox %s still running after Release", sb.ID)
+	}
+	if got, want := s.Stopped(), stopped+1; got != want {
+		t.Errorf("stopped %d, want %d", got, want)
+	}
+	if _, ok, err := st.ClaimedSandbox(ctx, string(small), "run-a"); err != nil || ok {
+		t.Errorf("record of run-a after Release: %v, %v; want none", ok, err)
+	}
+	if err := p.Release(ctx, "run-a"); err != nil {
+		t.Errorf("second Release: %v", err)
+	}
+	// A released run that comes back gets a new sandbox, never its old one.
+	sb2, err := other.Acquire(ctx, spec("run-b"))
+	if err != nil || sb2.ID == sb.ID {
+		t.Errorf("Acquire(run-b) = %v, %v; want another sandbox than %s", sb2, err, sb.ID)
+	}
+	// The other Pool handed run-a out too: its Release finds nothing to stop.
+	if err := other.Release(ctx, "run-a"); err != nil {
+		t.Errorf("Release from the other Pool: %v", err)
+	}
+}
+
+func TestColdStartFailure(t *testing.T) {
+	t.Parallel()
+	st := newStore(t)
+	p, err := pool.New(pool.Config{Starter: failing{}, Records: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Acquire(ctx, spec("run-a"))
+	if !errors.Is(err, launch.ErrStart) {
+		t.Errorf("Acquire err = %v, want launch.ErrStart", err)
+	}
+}
+
+type failing struct{}
+
+func (failing) Start(context.Context, fleet.SandboxSize) (launch.Warm, error) {
+	return launch.Warm{}, errors.New("no capacity")
+}
+func (failing) Connect(context.Context, launch.Warm) (*launch.Sandbox, error) {
+	return nil, errors.New("unreachable")
+}
+func (failing) Stop(context.Context, launch.Warm) error { return nil }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// BenchmarkClaimWarm measures claiming an idle sandbox against starting
+// one cold, with the in-process Starter and the store on moto, in the
+// same run. In AWS the cold start is a Fargate task (30-60 s) and the
+// claim is the same two DynamoDB requests plus a health check.
+func BenchmarkClaimWarm(b *testing.B) {
+	st, s := newStore(b), launchtest.NewStarter(b)
+	warmPool := newPool(b, st, s, 1)
+	coldPool := newPool(b, st, s, 0, func(c *pool.Config) {
+		c.Target = map[fleet.SandboxSize]int{fleet.SizeMedium: 0}
+	})
+	var warm, cold time.Duration
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := warmPool.TopUp(ctx, small); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		i++
+		t0 := time.Now()
+		if _, err := warmPool.Acquire(ctx, spec(fmt.Sprintf("warm-%d", i))); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := coldPool.Acquire(ctx, launch.Spec{RunID: fmt.Sprintf("cold-%d", i), Size: fleet.SizeMedium}); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		warm += t1.Sub(t0)
+		cold += t2.Sub(t1)
+		b.StopTimer()
+		warmPool.Wait()
+		warmPool.Release(ctx, fmt.Sprintf("warm-%d", i))
+		coldPool.Release(ctx, fmt.Sprintf("cold-%d", i))
+		b.StartTimer()
+	}
+	if i > 0 && warm > 0 {
+		b.ReportMetric(float64(warm.Microseconds())/float64(i), "µs/warm")
+		b.ReportMetric(float64(cold.Microseconds())/float64(i), "µs/cold")
+		b.ReportMetric(float64(cold)/float64(warm), "cold/warm")
+	}
+}
