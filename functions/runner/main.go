@@ -11,6 +11,18 @@
 //	AGENTSFLEET_MODEL_PROVIDER        bedrock (default), anthropic, openai or scripted; see shared/model/provider
 //	AGENTSFLEET_MODEL                 the model id for Definitions that name none
 //	AWS_LAMBDA_FUNCTION_NAME          set by Lambda: the runner invokes itself by it
+//
+// Sandboxes (ECS Fargate tasks, shared/sandbox/launch/ecs), all four or none:
+//
+//	AGENTSFLEET_SANDBOX_CLUSTER          the ECS cluster
+//	AGENTSFLEET_SANDBOX_TASK_DEFINITION  the sandbox image's task definition (family, family:revision or ARN)
+//	AGENTSFLEET_SANDBOX_SUBNETS          the tasks' subnets, comma-separated
+//	AGENTSFLEET_SANDBOX_SECURITY_GROUPS  their security groups, comma-separated
+//	AGENTSFLEET_SANDBOX_PUBLIC_IP        true (default): public IPs, the runner outside any VPC;
+//	                                     false: the private layout, the runner in the VPC
+//
+// Without them the file and shell tools answer that the deployment has no
+// sandboxes.
 package main
 
 import (
@@ -19,11 +31,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -31,11 +47,13 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
-// noSandboxes is why sandbox tools cannot run in AWS yet.
-const noSandboxes = "this deployment has no sandboxes yet: sandboxes on ECS Fargate come with agentsfleet's sandbox fleet, which is not built; the file and shell tools run only with `agentsfleet run` and `agentsfleet dev` for now"
+// noSandboxes is why sandbox tools cannot run in a deployment whose
+// sandbox settings are not set.
+const noSandboxes = "this deployment has no sandboxes: its runner has no AGENTSFLEET_SANDBOX_* settings (an ECS cluster, task definition, subnets and security groups for the sandbox tasks); the file and shell tools run only with `agentsfleet run` and `agentsfleet dev` until they are set"
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -60,9 +78,23 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if self == "" || webtools == "" {
 		return nil, errors.New("AWS_LAMBDA_FUNCTION_NAME and AGENTSFLEET_FUNCTION_WEBTOOLS must name the runner and webtools functions")
 	}
+	sandboxCfg, haveSandboxes, err := sandboxSettings(getenv)
+	if err != nil {
+		return nil, err
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
+	}
+	var sandboxes launch.Launcher = launch.None{Why: noSandboxes}
+	if haveSandboxes {
+		sandboxCfg.ECS = awsecs.NewFromConfig(awsCfg)
+		if !sandboxCfg.Private {
+			sandboxCfg.EC2 = ec2.NewFromConfig(awsCfg)
+		}
+		if sandboxes, err = ecs.New(sandboxCfg); err != nil {
+			return nil, err
+		}
 	}
 	chosen, err := provider.FromEnv(ctx, getenv, provider.Bedrock, func(context.Context) (aws.Config, error) { return awsCfg, nil })
 	if err != nil {
@@ -72,13 +104,69 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 		Store:        store.New(dynamodb.NewFromConfig(awsCfg), table),
 		Model:        chosen.Model,
 		DefaultModel: chosen.DefaultModel,
-		Sandboxes:    launch.None{Why: noSandboxes},
+		Sandboxes:    sandboxes,
 		Invoker:      invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: self, invoke.Webtools: webtools}),
 		Log:          log,
 	}
 	if bucket := getenv("AGENTSFLEET_CHECKPOINT_BUCKET"); bucket != "" {
 		cfg.Blobs = runner.S3Blobs{Client: s3.NewFromConfig(awsCfg), Bucket: bucket}
 	}
-	log.Info("runner ready", "model", chosen.About, "table", table)
+	log.Info("runner ready", "model", chosen.About, "table", table, "sandboxes", haveSandboxes)
 	return runner.New(cfg)
+}
+
+// sandboxSettings reads the AGENTSFLEET_SANDBOX_* settings into an ecs
+// config without its API clients. ok is false when none of the four
+// required ones is set (no sandboxes); some set without the others, or a
+// PUBLIC_IP that is neither true nor false, is an error naming them.
+func sandboxSettings(getenv func(string) string) (cfg ecs.Config, ok bool, err error) {
+	const (
+		cluster = "AGENTSFLEET_SANDBOX_CLUSTER"
+		taskDef = "AGENTSFLEET_SANDBOX_TASK_DEFINITION"
+		subnets = "AGENTSFLEET_SANDBOX_SUBNETS"
+		groups  = "AGENTSFLEET_SANDBOX_SECURITY_GROUPS"
+		public  = "AGENTSFLEET_SANDBOX_PUBLIC_IP"
+	)
+	cfg = ecs.Config{
+		Cluster:        strings.TrimSpace(getenv(cluster)),
+		TaskDefinition: strings.TrimSpace(getenv(taskDef)),
+		Subnets:        list(getenv(subnets)),
+		SecurityGroups: list(getenv(groups)),
+	}
+	var missing []string
+	for name, set := range map[string]bool{cluster: cfg.Cluster != "", taskDef: cfg.TaskDefinition != "", subnets: len(cfg.Subnets) > 0, groups: len(cfg.SecurityGroups) > 0} {
+		if !set {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 4 {
+		if getenv(public) != "" {
+			return ecs.Config{}, false, fmt.Errorf("%s is set but not %s, %s, %s nor %s: sandboxes need all four", public, cluster, taskDef, subnets, groups)
+		}
+		return ecs.Config{}, false, nil
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return ecs.Config{}, false, fmt.Errorf("sandbox settings: %s not set: sandboxes need %s, %s, %s and %s together",
+			strings.Join(missing, ", "), cluster, taskDef, subnets, groups)
+	}
+	switch v := strings.TrimSpace(getenv(public)); strings.ToLower(v) {
+	case "", "true":
+	case "false":
+		cfg.Private = true
+	default:
+		return ecs.Config{}, false, fmt.Errorf("%s=%q: want true (public IPs, the default) or false (the private layout)", public, v)
+	}
+	return cfg, true, nil
+}
+
+// list splits a comma-separated setting, dropping empty items.
+func list(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,5 +43,58 @@ func TestSettingsAreChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("newRunner(%v) = %v, want an error with %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+func TestSandboxSettings(t *testing.T) {
+	t.Parallel()
+	all := map[string]string{
+		"AGENTSFLEET_SANDBOX_CLUSTER":         "sandboxes",
+		"AGENTSFLEET_SANDBOX_TASK_DEFINITION": "agentsfleet-sandbox",
+		"AGENTSFLEET_SANDBOX_SUBNETS":         "subnet-a, subnet-b,",
+		"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1",
+	}
+	with := func(k, v string) map[string]string {
+		env := maps.Clone(all)
+		if v == "" {
+			delete(env, k)
+		} else {
+			env[k] = v
+		}
+		return env
+	}
+	get := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
+
+	cfg, ok, err := sandboxSettings(get(all))
+	if err != nil || !ok || cfg.Cluster != "sandboxes" || cfg.TaskDefinition != "agentsfleet-sandbox" ||
+		!slices.Equal(cfg.Subnets, []string{"subnet-a", "subnet-b"}) || !slices.Equal(cfg.SecurityGroups, []string{"sg-1"}) || cfg.Private {
+		t.Errorf("sandboxSettings(%v) = %+v, %v, %v; want the public layout of those", all, cfg, ok, err)
+	}
+	if cfg, ok, err := sandboxSettings(get(with("AGENTSFLEET_SANDBOX_PUBLIC_IP", "false"))); err != nil || !ok || !cfg.Private {
+		t.Errorf("PUBLIC_IP=false: %+v, %v, %v; want the private layout", cfg, ok, err)
+	}
+	if _, ok, err := sandboxSettings(get(map[string]string{})); err != nil || ok {
+		t.Errorf("no settings: %v, %v; want no sandboxes and no error", ok, err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{with("AGENTSFLEET_SANDBOX_CLUSTER", ""), "AGENTSFLEET_SANDBOX_CLUSTER not set"},
+		{with("AGENTSFLEET_SANDBOX_TASK_DEFINITION", ""), "AGENTSFLEET_SANDBOX_TASK_DEFINITION not set"},
+		{with("AGENTSFLEET_SANDBOX_SUBNETS", " , "), "AGENTSFLEET_SANDBOX_SUBNETS not set"},
+		{with("AGENTSFLEET_SANDBOX_SECURITY_GROUPS", ""), "AGENTSFLEET_SANDBOX_SECURITY_GROUPS not set"},
+		{with("AGENTSFLEET_SANDBOX_PUBLIC_IP", "no"), `AGENTSFLEET_SANDBOX_PUBLIC_IP="no"`},
+		{map[string]string{"AGENTSFLEET_SANDBOX_PUBLIC_IP": "false"}, "sandboxes need all four"},
+	} {
+		if _, _, err := sandboxSettings(get(tc.env)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sandboxSettings(%v) = %v, want an error with %q", tc.env, err, tc.want)
+		}
+	}
+	// newRunner checks them too, before it loads anything.
+	env := with("AGENTSFLEET_SANDBOX_SUBNETS", "")
+	maps.Copy(env, map[string]string{"AGENTSFLEET_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w"})
+	if _, err := newRunner(context.Background(), get(env), slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "AGENTSFLEET_SANDBOX_SUBNETS") {
+		t.Errorf("newRunner without the subnets = %v, want an error naming them", err)
 	}
 }
