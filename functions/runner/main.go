@@ -20,6 +20,8 @@
 //	AGENTSFLEET_SANDBOX_SECURITY_GROUPS  their security groups, comma-separated
 //	AGENTSFLEET_SANDBOX_PUBLIC_IP        true (default): public IPs, the runner outside any VPC;
 //	                                     false: the private layout, the runner in the VPC
+//	AGENTSFLEET_SANDBOX_WARM             optional: idle tasks kept per size, such as small=2,medium=1
+//	                                     (a warm pool in the table; shared/sandbox/launch/pool)
 //
 // Without them the file and shell tools answer that the deployment has no
 // sandboxes.
@@ -32,6 +34,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -43,11 +46,13 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -82,18 +87,32 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
+	warm, err := warmTargets(getenv("AGENTSFLEET_SANDBOX_WARM"))
+	if err != nil {
+		return nil, err
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load the AWS configuration: %w", err)
 	}
+	st := store.New(dynamodb.NewFromConfig(awsCfg), table)
 	var sandboxes launch.Launcher = launch.None{Why: noSandboxes}
 	if haveSandboxes {
 		sandboxCfg.ECS = awsecs.NewFromConfig(awsCfg)
 		if !sandboxCfg.Private {
 			sandboxCfg.EC2 = ec2.NewFromConfig(awsCfg)
 		}
-		if sandboxes, err = ecs.New(sandboxCfg); err != nil {
+		tasks, err := ecs.New(sandboxCfg)
+		if err != nil {
 			return nil, err
+		}
+		sandboxes = tasks
+		if len(warm) > 0 {
+			p, err := pool.New(pool.Config{Starter: tasks, Records: st, Target: warm, Logger: log})
+			if err != nil {
+				return nil, err
+			}
+			sandboxes = p
 		}
 	}
 	chosen, err := provider.FromEnv(ctx, getenv, provider.Bedrock, func(context.Context) (aws.Config, error) { return awsCfg, nil })
@@ -101,7 +120,7 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 		return nil, err
 	}
 	cfg := runner.Config{
-		Store:        store.New(dynamodb.NewFromConfig(awsCfg), table),
+		Store:        st,
 		Model:        chosen.Model,
 		DefaultModel: chosen.DefaultModel,
 		Sandboxes:    sandboxes,
@@ -169,4 +188,25 @@ func list(s string) []string {
 		}
 	}
 	return out
+}
+
+// warmTargets reads AGENTSFLEET_SANDBOX_WARM, the warm pool's size for each
+// sandbox size, such as "small=2,medium=1"; empty keeps no pool.
+func warmTargets(v string) (map[fleet.SandboxSize]int, error) {
+	out := map[fleet.SandboxSize]int{}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, num, ok := strings.Cut(part, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		size := fleet.SandboxSize(strings.TrimSpace(name))
+		if !ok || err != nil || n < 0 || !size.Valid() {
+			return nil, fmt.Errorf("AGENTSFLEET_SANDBOX_WARM: %q: want SIZE=COUNT pairs such as small=2,medium=1, with a sandbox size and a count of 0 or more", part)
+		}
+		if n > 0 {
+			out[size] = n
+		}
+	}
+	return out, nil
 }

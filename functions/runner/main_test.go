@@ -98,3 +98,19 @@ func TestSandboxSettings(t *testing.T) {
 		t.Errorf("newRunner without the subnets = %v, want an error naming them", err)
 	}
 }
+
+func TestWarmTargets(t *testing.T) {
+	t.Parallel()
+	got, err := warmTargets(" small=2, medium=0 ,large=1")
+	if err != nil || len(got) != 2 || got["small"] != 2 || got["large"] != 1 {
+		t.Errorf("warmTargets = %v, %v", got, err)
+	}
+	if got, err := warmTargets(""); err != nil || len(got) != 0 {
+		t.Errorf("warmTargets(\"\") = %v, %v", got, err)
+	}
+	for _, bad := range []string{"small", "huge=1", "small=-1", "small=two"} {
+		if _, err := warmTargets(bad); err == nil || !strings.Contains(err.Error(), "AGENTSFLEET_SANDBOX_WARM") {
+			t.Errorf("warmTargets(%q) = %v, want an error naming the setting", bad, err)
+		}
+	}
+}
