@@ -401,7 +401,13 @@ func TestServeTLSFromTokenEndToEnd(t *testing.T) {
 			t.Errorf("%s %s = %+v, %v; want %q", tt.name, tt.args, res, err, tt.want)
 		}
 	}
-	calls := strings.Count(p.log(), `"msg":"tool"`)
+	// sandboxd's log reaches us through a pipe: wait for the three lines.
+	calls := 0
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if calls = strings.Count(p.log(), `"msg":"tool"`); calls >= 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 
 	other, err := sandboxclient.Pinned(sandboxclient.Config{URL: "https://" + p.addr, Token: "other-token-0123456789abcdef"})
 	if err != nil {
@@ -416,6 +422,7 @@ func TestServeTLSFromTokenEndToEnd(t *testing.T) {
 	if err := sandboxd(t, "health", "--addr", p.addr).Run(); err == nil {
 		t.Error("sandboxd health without --tls passes against a TLS sandboxd")
 	}
+	time.Sleep(100 * time.Millisecond) // a call that got through would be logged by now
 	if got := strings.Count(p.log(), `"msg":"tool"`); got != calls || calls != 3 {
 		t.Errorf("sandboxd logged %d tool calls, then %d; want 3 and no more:\n%s", calls, got, p.log())
 	}
