@@ -6,7 +6,7 @@
 // Settings (environment):
 //
 //	AGENTSFLEET_TABLE                 the DynamoDB table
-//	AGENTSFLEET_CHECKPOINT_BUCKET     S3 bucket for checkpoints larger than an item (optional)
+//	AGENTSFLEET_CHECKPOINT_BUCKET     S3 bucket for checkpoints larger than an item and the fleets' folders (optional)
 //	AGENTSFLEET_FUNCTION_WEBTOOLS     the webtools function's name or ARN
 //	AGENTSFLEET_MODEL_PROVIDER        bedrock (default), anthropic, openai or scripted; see shared/model/provider
 //	AGENTSFLEET_MODEL                 the model id for Definitions that name none
@@ -128,7 +128,11 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 		Log:          log,
 	}
 	if bucket := getenv("AGENTSFLEET_CHECKPOINT_BUCKET"); bucket != "" {
-		cfg.Blobs = runner.S3Blobs{Client: s3.NewFromConfig(awsCfg), Bucket: bucket}
+		s3c := s3.NewFromConfig(awsCfg)
+		cfg.Blobs = runner.S3Blobs{Client: s3c, Bucket: bucket}
+		// Fargate tasks keep nothing: the fleets' folders live in the bucket
+		// too, under fleets/ (which its checkpoint expiry must not cover).
+		cfg.Folders = runner.S3Folders{Presign: s3.NewPresignClient(s3c), Client: s3c, Bucket: bucket}
 	}
 	log.Info("runner ready", "model", chosen.About, "table", table, "sandboxes", haveSandboxes)
 	return runner.New(cfg)

@@ -158,10 +158,16 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	res, err := sb.Client.Call(ctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
+		if note := x.takeFolderNote(); note != "" {
+			res.Output = note + res.Output
+		}
 		return res
 	case errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil:
 		x.r.log.Warn("sandbox stopped answering", "run_id", x.run.ID, "sandbox", sb.ID, "error", err)
 		x.dropSandbox(ctx, sb)
+		if x.keepsFolders() {
+			return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the fleet's folder comes back as the last run saved it (this run's changes to it are lost), running exec_command sessions are not kept", call.Name, err)
+		}
 		return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the files in the workdir and /agent are kept, running exec_command sessions are not", call.Name, err)
 	}
 	return tool.Errorf("%s: %v", call.Name, err)
@@ -178,6 +184,7 @@ func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error)
 		return nil, err
 	}
 	x.sandbox = sb
+	x.restoreFolder(ctx, sb)
 	return sb, nil
 }
 

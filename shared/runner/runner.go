@@ -36,6 +36,15 @@ type Config struct {
 	Invoker invoke.Invoker
 	// Blobs keeps checkpoints too large for an item; nil: none.
 	Blobs BlobStore
+	// Folders keeps each fleet's folder (/agent) between runs, for
+	// sandboxes that start without it: restored right after a run's
+	// sandbox is acquired, saved as the run ends (see Folders for runs that
+	// overlap). Nil, or a launcher that keeps the folder itself (a
+	// launch.Placer naming an Agent folder), means the runner leaves the
+	// folder to the launcher.
+	Folders Folders
+	// AlwaysFolders uses Folders even with a launcher that keeps folders.
+	AlwaysFolders bool
 	// Observer, when set, sees each run's progress as it happens: the
 	// events it commits and the model's streamed text. It must not block.
 	Observer func(Note)
@@ -223,6 +232,10 @@ type execution struct {
 	// across concurrent tool calls.
 	mu      sync.Mutex
 	sandbox *launch.Sandbox
+	// folder is the fleet's folder in the sandbox (Config.Folders).
+	folder folderState
+	// resumed says an earlier invocation committed steps of the run.
+	resumed bool
 }
 
 // load reads the run, its pinned Definition and its checkpoint. It returns
@@ -237,6 +250,7 @@ func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease
 		return nil, fmt.Errorf("runner: run %s: %w", run.ID, err)
 	}
 	x.step = ckpt.Step
+	x.resumed = ckpt.Step > 0
 	if run.Status.Terminal() {
 		if x.st.Ended == nil && run.Status == store.StatusCancelled {
 			// Cancelled from outside before this invocation: say so in the log.
@@ -478,7 +492,9 @@ func (x *execution) end(ctx context.Context, status store.Status, answer string,
 	if len(spend) > 0 {
 		b = spend[0]
 	}
-	err := x.commit(ctx, store.Step{Spend: b}, newEvent(EventRunEnded, ended))
+	// The folder is saved before run.ended, which stays the last event.
+	events := append(x.saveFolder(ctx), newEvent(EventRunEnded, ended))
+	err := x.commit(ctx, store.Step{Spend: b}, events...)
 	if errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}) {
 		return x.budgetSpent(ctx, err)
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	// Logger receives one line per call (never its arguments); nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Agent is the fleet's folder (the Agent root) that POST
+	// wire.AgentRestorePath and wire.AgentSavePath restore and save; empty
+	// means this sandboxd serves no folder (they answer 404).
+	Agent string
 }
 
 // Server is sandboxd's HTTP API. It is an http.Handler; Serve runs it on a
@@ -60,6 +64,8 @@ type Server struct {
 	cancelBase context.CancelFunc
 
 	detached sync.WaitGroup // calls with a key still running
+
+	folder *agentFolder // nil without Options.Agent
 
 	mu     sync.Mutex
 	active int       // authenticated calls in progress
@@ -95,8 +101,13 @@ func New(o Options) (*Server, error) {
 			s.closers = append(s.closers, c)
 		}
 	}
+	if o.Agent != "" {
+		s.folder = newAgentFolder(o.Agent)
+	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST "+wire.AgentRestorePath, s.agentRestore)
+	s.mux.HandleFunc("POST "+wire.AgentSavePath, s.agentSave)
 	s.mux.HandleFunc("GET "+wire.HealthPath, s.health)
 	s.mux.HandleFunc("POST "+wire.ToolPath("{name}"), s.call)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
