@@ -9,7 +9,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -117,17 +116,8 @@ func NewToken() (string, error) {
 // concurrent use: runs start and stop their tasks independently, and calls
 // for one run are taken one at a time.
 type Launcher struct {
-	cfg Config
-
-	mu   sync.Mutex
-	runs map[string]*run
-}
-
-// run is one run's slot; mu orders the Acquires and Releases of the run.
-type run struct {
-	mu   sync.Mutex
-	gone bool // Released: the Launcher forgot it
-	t    *started
+	cfg  Config
+	runs launch.Slots[started] // each run's task
 }
 
 // started is a task whose sandboxd answered.
@@ -177,7 +167,7 @@ func New(cfg Config) (*Launcher, error) {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
-	return &Launcher{cfg: cfg, runs: map[string]*run{}}, nil
+	return &Launcher{cfg: cfg}, nil
 }
 
 // Acquire returns the run's sandbox, starting a task when the run has none:
@@ -192,97 +182,53 @@ func (l *Launcher) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandb
 	if spec.RunID == "" {
 		return nil, fmt.Errorf("%w: the run has no id", launch.ErrStart)
 	}
-	for {
-		l.mu.Lock()
-		r := l.runs[spec.RunID]
-		if r == nil {
-			r = &run{}
-			l.runs[spec.RunID] = r
-		}
-		l.mu.Unlock()
-
-		r.mu.Lock()
-		if r.gone { // released while we waited: take the new slot
-			r.mu.Unlock()
-			continue
-		}
-		sb, err := l.acquire(ctx, r, spec)
-		if r.t == nil {
-			r.gone = true
-			l.forget(spec.RunID, r)
-		}
-		r.mu.Unlock()
-		return sb, err
-	}
+	var sb *launch.Sandbox
+	var err error
+	l.runs.Hold(spec.RunID, func(cur *started) *started {
+		cur, sb, err = l.acquire(ctx, cur, spec)
+		return cur
+	})
+	return sb, err
 }
 
-func (l *Launcher) acquire(ctx context.Context, r *run, spec launch.Spec) (*launch.Sandbox, error) {
-	if t := r.t; t != nil {
+func (l *Launcher) acquire(ctx context.Context, t *started, spec launch.Spec) (*started, *launch.Sandbox, error) {
+	if t != nil {
 		err := t.sb.Client.Health(ctx)
 		if err == nil {
-			return t.sb, nil
+			return t, t.sb, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, ctx.Err())
+			return t, nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, ctx.Err())
 		}
 		stopCtx, cancel := cleanup(ctx)
 		_ = l.stop(stopCtx, t.arn, ReasonUnhealthy) // best effort: it no longer answers
 		cancel()
-		r.t = nil
 	}
 	t, err := l.start(ctx, types.Tag{Key: aws.String(TagRunID), Value: aws.String(spec.RunID)}, spec.Size, client.CallTimeoutFor(spec.ToolTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", spec.RunID, err)
+		return nil, nil, fmt.Errorf("run %s: %w", spec.RunID, err)
 	}
-	r.t = t
-	return t.sb, nil
-}
-
-// forget removes r from the runs if it is still the run's.
-func (l *Launcher) forget(runID string, r *run) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.runs[runID] == r {
-		delete(l.runs, runID)
-	}
+	return t, t.sb, nil
 }
 
 // Release stops the run's task (StopTask, reason ReasonRunEnded) and
 // forgets it. Releasing a run without a task, or whose task is already
 // gone, is not an error; a StopTask that fails is, naming the task.
 func (l *Launcher) Release(ctx context.Context, runID string) error {
-	l.mu.Lock()
-	r := l.runs[runID]
-	delete(l.runs, runID)
-	l.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gone = true
-	if r.t == nil {
-		return nil
-	}
-	arn := r.t.arn
-	r.t = nil
-	return l.stop(ctx, arn, ReasonRunEnded)
+	var err error
+	l.runs.Take(runID, func(t *started) { err = l.stop(ctx, t.arn, ReasonRunEnded) })
+	return err
 }
 
 // TaskARN returns the ARN of the run's task, or "" when it has none.
 func (l *Launcher) TaskARN(runID string) string {
-	l.mu.Lock()
-	r := l.runs[runID]
-	l.mu.Unlock()
-	if r == nil {
-		return ""
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.t == nil {
-		return ""
-	}
-	return r.t.arn
+	arn := ""
+	l.runs.Peek(runID, func(t *started) {
+		if t != nil {
+			arn = t.arn
+		}
+	})
+	return arn
 }
 
 // Start starts a generic warm task (tag TagWarm) and returns once its

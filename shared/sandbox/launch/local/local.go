@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -87,16 +86,7 @@ type Launcher struct {
 	idle, startTimeout, grace          time.Duration
 	log                                *lineLog // nil: no log
 
-	mu     sync.Mutex
-	runs   map[string]*run
-	closed bool
-}
-
-// run is one run's slot; mu orders the Acquires and Releases of the run.
-type run struct {
-	mu   sync.Mutex
-	gone bool     // Released or Closed: the Launcher forgot it
-	p    *process // nil: no sandbox
+	runs launch.Slots[process] // each run's sandboxd
 }
 
 var (
@@ -111,7 +101,7 @@ var (
 // AGENTSFLEET_ or LD_, or containing TOKEN, SECRET, KEY, PASSWORD, PASSWD
 // or CREDENTIAL (without regard to case), as sandboxd refuses them.
 func New(cfg Config) (*Launcher, error) {
-	l := &Launcher{runs: map[string]*run{}, idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace}
+	l := &Launcher{idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace}
 	if l.startTimeout <= 0 {
 		l.startTimeout = DefaultStartTimeout
 	}
@@ -246,63 +236,35 @@ func (l *Launcher) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandb
 	if why := checkFleet(spec.Fleet); why != "" {
 		return nil, fmt.Errorf("%w: run %s: fleet %q: %s", launch.ErrStart, spec.RunID, spec.Fleet, why)
 	}
-	for {
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil, fmt.Errorf("%w: run %s: the launcher is closed", launch.ErrStart, spec.RunID)
-		}
-		r := l.runs[spec.RunID]
-		if r == nil {
-			r = &run{}
-			l.runs[spec.RunID] = r
-		}
-		l.mu.Unlock()
-
-		r.mu.Lock()
-		if r.gone { // released while we waited: take the new slot
-			r.mu.Unlock()
-			continue
-		}
-		sb, err := l.acquire(ctx, r, spec)
-		if r.p == nil {
-			r.gone = true
-			l.forget(spec.RunID, r)
-		}
-		r.mu.Unlock()
-		return sb, err
+	var sb *launch.Sandbox
+	var err error
+	if cerr := l.runs.Hold(spec.RunID, func(cur *process) *process {
+		cur, sb, err = l.acquire(ctx, cur, spec)
+		return cur
+	}); cerr != nil {
+		return nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, cerr)
 	}
+	return sb, err
 }
 
-func (l *Launcher) acquire(ctx context.Context, r *run, spec launch.Spec) (*launch.Sandbox, error) {
-	if p := r.p; p != nil {
+func (l *Launcher) acquire(ctx context.Context, p *process, spec launch.Spec) (*process, *launch.Sandbox, error) {
+	if p != nil {
 		if p.alive() {
 			err := p.sb.Client.Health(ctx)
 			if err == nil {
-				return p.sb, nil
+				return p, p.sb, nil
 			}
 			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, ctx.Err())
+				return p, nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, ctx.Err())
 			}
 		}
 		p.stop(context.Background(), 0) // it does not answer: no grace
-		r.p = nil
 	}
 	p, err := l.start(ctx, spec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r.p = p
-	return p.sb, nil
-}
-
-// forget removes r from the runs if it is still the run's.
-func (l *Launcher) forget(runID string, r *run) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.runs[runID] == r {
-		delete(l.runs, runID)
-	}
+	return p, p.sb, nil
 }
 
 // Release stops the run's sandbox and forgets it: SIGTERM, then SIGKILL
@@ -310,58 +272,27 @@ func (l *Launcher) forget(runID string, r *run) {
 // process is gone. Its commands go with it (sandboxd kills them, and they
 // die with it). Releasing a run without a sandbox is not an error.
 func (l *Launcher) Release(ctx context.Context, runID string) error {
-	l.mu.Lock()
-	r := l.runs[runID]
-	delete(l.runs, runID)
-	l.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	r.release(ctx, l.grace)
+	l.runs.Take(runID, func(p *process) { p.stop(ctx, l.grace) })
 	return nil
-}
-
-func (r *run) release(ctx context.Context, grace time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.gone = true
-	if r.p != nil {
-		r.p.stop(ctx, grace)
-		r.p = nil
-	}
 }
 
 // Close stops every sandbox, as Release does, and waits for them; a later
 // Acquire fails. It is safe to call more than once.
 func (l *Launcher) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	runs := l.runs
-	l.runs = map[string]*run{}
-	l.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, r := range runs {
-		wg.Go(func() { r.release(context.Background(), l.grace) })
-	}
-	wg.Wait()
+	l.runs.Close(func(p *process) { p.stop(context.Background(), l.grace) })
 	return nil
 }
 
 // PID returns the process id of the run's sandboxd, or 0 when the run has
 // none (or it has exited).
 func (l *Launcher) PID(runID string) int {
-	l.mu.Lock()
-	r := l.runs[runID]
-	l.mu.Unlock()
-	if r == nil {
-		return 0
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil || !r.p.alive() {
-		return 0
-	}
-	return r.p.cmd.Process.Pid
+	pid := 0
+	l.runs.Peek(runID, func(p *process) {
+		if p != nil && p.alive() {
+			pid = p.cmd.Process.Pid
+		}
+	})
+	return pid
 }
 
 // checkFleet says what is wrong with a fleet name as the name of its
