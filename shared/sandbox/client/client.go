@@ -195,6 +195,8 @@ var (
 // idempotencyKey is sent as the Idempotency-Key header: sandboxd then runs
 // the call at most once, and calling again with the same key, tool and
 // args gets the first call's result, waiting for it if it still runs.
+// The key is the calling agent's: with WithAgent, ctx's agent is sent in
+// wire.AgentHeader, and another agent's call with the same key runs anew.
 //
 // Call does not retry. Every error is a *Error, which matches one of the
 // sentinels, or ctx's error when ctx ended first. After ErrUnavailable or
@@ -220,6 +222,12 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 		return tool.Result{}, op.notSent(ErrBadRequest, fmt.Sprintf("the %s must be 1 to %d visible ASCII characters",
 			wire.IdempotencyHeader, wire.MaxIdempotencyKey))
 	}
+	agent := agentFrom(ctx)
+	if agent != "" {
+		if err := wire.CheckAgent(agent); err != nil {
+			return tool.Result{}, op.notSent(ErrBadRequest, "WithAgent: "+err.Error())
+		}
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.callTimeout, errCallTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+wire.ToolPath(name), bytes.NewReader(args))
@@ -231,6 +239,9 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 	req.Header.Set("Accept", wire.ContentType)
 	if idempotencyKey != "" {
 		req.Header.Set(wire.IdempotencyHeader, idempotencyKey)
+	}
+	if agent != "" {
+		req.Header.Set(wire.AgentHeader, agent)
 	}
 	status, ctype, body, err := c.do(req)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
@@ -110,6 +111,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("POST "+wire.AgentSavePath, s.agentSave)
 	s.mux.HandleFunc("GET "+wire.HealthPath, s.health)
 	s.mux.HandleFunc("POST "+wire.ToolPath("{name}"), s.call)
+	s.mux.HandleFunc("POST "+wire.SessionsClosePath, s.sessionsClose)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: sandboxd serves GET "+wire.HealthPath+" and POST "+wire.ToolPath("{name}"))
 	})
@@ -152,6 +154,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the body must be a JSON object: the tool's arguments")
 		return
 	}
+	agent, err := callAgent(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 
 	key := r.Header.Get(wire.IdempotencyHeader)
 	if key == "" {
@@ -160,14 +167,14 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer context.AfterFunc(s.base, cancel)()
 		defer cancel()
-		s.respond(w, name, s.run(ctx, tool, body), false)
+		s.respond(w, name, s.run(session.WithAgent(ctx, agent), tool, body), false)
 		return
 	}
 	if !wire.ValidIdempotencyKey(key) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", wire.IdempotencyHeader, wire.MaxIdempotencyKey))
 		return
 	}
-	e, first, conflict := s.idem.claim(key, fingerprint(name, body))
+	e, first, conflict := s.idem.claim(idemKey(agent, key), fingerprint(name, body))
 	if conflict {
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the %s was already used for a different call", wire.IdempotencyHeader))
 		return
@@ -182,7 +189,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 			defer close(done)
 			defer s.detached.Done()
 			defer s.end()
-			out := s.run(s.base, tool, body)
+			out := s.run(session.WithAgent(s.base, agent), tool, body)
 			s.idem.finish(e, out.res, out.err != nil)
 		}()
 		select {

@@ -20,10 +20,15 @@ type execCommand struct {
 // server closes tools that are io.Closers when it stops.
 func (t *execCommand) Close() error { return t.m.Close() }
 
+// CloseAgent closes the sessions agent started (Manager.CloseAgent): the
+// server finds it on the tool by type assertion.
+func (t *execCommand) CloseAgent(agent string) int { return t.m.CloseAgent(agent) }
+
 // Run starts the command and waits up to the yield time. It returns an
 // error result for bad arguments, a workdir outside the roots, an unknown
 // shell or a command that cannot start; a Go error only when sandboxd
-// cannot make pipes or terminals, or is shutting down.
+// cannot make pipes or terminals, or is shutting down. The session belongs
+// to the agent ctx carries (WithAgent), for CloseAgent.
 func (t *execCommand) Run(ctx context.Context, args json.RawMessage) (tool.Result, error) {
 	p, res, ok := t.Decode(args)
 	if !ok {
@@ -44,7 +49,7 @@ func (t *execCommand) Run(ctx context.Context, args json.RawMessage) (tool.Resul
 		flag = "-lc"
 	}
 	began := time.Now()
-	s, err := t.m.launch(spec{shell: shell, args: []string{flag, p.Cmd}, dir: dir, env: env(p.TTY), tty: p.TTY, command: p.Cmd})
+	s, err := t.m.launch(spec{shell: shell, args: []string{flag, p.Cmd}, dir: dir, env: env(p.TTY), tty: p.TTY, command: p.Cmd, agent: agentFrom(ctx)})
 	if errors.Is(err, errClosed) {
 		return tool.Result{}, err
 	}

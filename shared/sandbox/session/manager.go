@@ -111,8 +111,14 @@ func (m *Manager) Close() error {
 		s.kill()
 		s.closeFiles()
 	}
+	return reap(all)
+}
+
+// reap waits up to 5 s for the processes of sessions just killed to be
+// reaped, and names the first one that was not.
+func reap(killed []*session) error {
 	deadline := time.After(5 * time.Second)
-	for _, s := range all {
+	for _, s := range killed {
 		select {
 		case <-s.done:
 		case <-deadline:

@@ -22,6 +22,7 @@ var errStdinClosed = errors.New("stdin is closed")
 type session struct {
 	id      int
 	command string // the cmd as the model gave it, for listings
+	agent   string // the agent that started it (WithAgent); "" for the top-level one
 	tty     bool
 	cmd     *exec.Cmd
 	out     *outputBuffer
@@ -51,6 +52,7 @@ type spec struct {
 	env     []string
 	tty     bool
 	command string
+	agent   string
 }
 
 // ptyRows and ptyCols are the terminal size of a tty session (Codex's).
@@ -74,6 +76,7 @@ func start(policy *confine.Policy, sp spec, id, bufBytes int, lifetime time.Dura
 	s := &session{
 		id:      id,
 		command: sp.command,
+		agent:   sp.agent,
 		tty:     sp.tty,
 		cmd:     cmd,
 		out:     newOutputBuffer(bufBytes),
