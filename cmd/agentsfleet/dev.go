@@ -9,12 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
+
+// devWarm is dev's warm pool when AGENTSFLEET_SANDBOX_WARM is unset.
+const devWarm = "small=1"
 
 // dev runs the local stack until interrupted: the AWS emulator (moto, or
 // AWS_ENDPOINT_URL when set) with the table and the example fleets, the
@@ -35,8 +40,15 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%w: --workdir: %v", errUsage, err)
 	}
+	// dev keeps one small sandbox warm unless told otherwise, so that the
+	// pool (claim, top-up, sweep, the fleet's folder through the bucket)
+	// runs here as it does in AWS; small=0 turns it off.
+	warm, err := warmSetting(os.Getenv, devWarm)
+	if err != nil {
+		return err
+	}
 	st, err := startStack(ctx, stackOptions{Workdir: work, StateDir: *stateDir, Table: *tableName,
-		Sandboxd: os.Getenv("AGENTSFLEET_SANDBOXD")}, os.Getenv)
+		Sandboxd: os.Getenv("AGENTSFLEET_SANDBOXD"), Warm: warm, Sweep: time.Minute}, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -54,7 +66,12 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fmt.Fprintf(out, "fleets         %s\n", strings.Join(loaded, ", "))
 	fmt.Fprintf(out, "model          %s\n", st.Model.About)
 	fmt.Fprintln(out, "runner         in-process, with the webtools function")
-	fmt.Fprintf(out, "sandboxes      a local sandboxd process per run, over %s (fleets' folders in %s)\n", work, filepath.Join(*stateDir, "agents"))
+	if st.Pool != nil {
+		fmt.Fprintf(out, "sandboxes      warm pool on: %s idle local sandboxd kept (%s; small=0 turns it off), a claimed one per run, over %s (fleets' folders in s3://%s/fleets/)\n",
+			pool.FormatTargets(st.Warm), pool.TargetsEnv, work, checkpointBucket)
+	} else {
+		fmt.Fprintf(out, "sandboxes      a local sandboxd process per run, over %s (fleets' folders in %s)\n", work, filepath.Join(*stateDir, "agents"))
+	}
 	fmt.Fprintln(out, `try:           bin/agentsfleet run -f examples/reference.toml "what is in this folder?"`)
 	fmt.Fprintln(out, `               bin/sandboxd call --workdir . bash '{"command":"uname -a"}'`)
 	fmt.Fprintln(out, "not built yet: the API (runs, webhooks, Slack events) that starts runs here, and the local schedule clock")

@@ -66,6 +66,12 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		stateDir = filepath.Join(cache, "agentsfleet")
 	}
 
+	// One run gains nothing from a warm pool: it is there to be seen and
+	// tested (AGENTSFLEET_SANDBOX_WARM=small=1), not on by default.
+	warm, err := warmSetting(getenv, "")
+	if err != nil {
+		return err
+	}
 	var view viewer
 	if *output == "json" {
 		view = &jsonView{out: stdout}
@@ -73,7 +79,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		view = newTextView(stdout, isTerminal(stdout))
 	}
 	st, err := startStack(ctx, stackOptions{Workdir: work, StateDir: stateDir, Table: "agentsfleet-run", Env: env,
-		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Observer: view.note}, getenv)
+		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Observer: view.note, Warm: warm}, getenv)
 	if err != nil {
 		return err
 	}

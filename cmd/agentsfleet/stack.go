@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -16,10 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/local"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
@@ -29,6 +34,14 @@ import (
 // AWS_ENDPOINT_URL), the table and the checkpoint bucket, the webtools and
 // the runner as in-process functions, and sandboxes as local sandboxd
 // processes. `agentsfleet run` and `agentsfleet dev` both stand on it.
+//
+// Without a warm pool each run gets a sandboxd of its own over the fleet's
+// folder StateDir/agents/<fleet>. With one (stackOptions.Warm) idle
+// sandboxd processes wait for runs, as Fargate tasks do in AWS: each has
+// an empty fleet's folder of its own, which the runner restores from the
+// checkpoint bucket (fleets/<fleet>/agent.tar.gz) when a run claims it and
+// saves there when the run ends, so the fleet's folder lives in the
+// emulator's bucket rather than in StateDir.
 type stack struct {
 	Endpoint string
 	Table    string
@@ -37,7 +50,10 @@ type stack struct {
 	Runner   *runner.Runner
 	Model    provider.Chosen
 	Sandbox  *local.Launcher
-	closers  []func()
+	// Pool is the warm pool over Sandbox, nil without one.
+	Pool    *pool.Pool
+	Warm    map[fleet.SandboxSize]int // the pool's targets
+	closers []func()
 }
 
 // stackOptions say where the stack keeps things and who watches it.
@@ -49,6 +65,30 @@ type stackOptions struct {
 	Sandboxd string   // the sandboxd binary; "" finds it beside agentsfleet or on PATH
 	Observer func(runner.Note)
 	Log      *slog.Logger
+	// Warm, when any size is above 0, keeps that many idle sandboxes of
+	// each size in a pool (pool.ParseTargets reads them); they are started
+	// before startStack returns.
+	Warm map[fleet.SandboxSize]int
+	// Sweep, when above 0, sweeps the pool that often (idle sandboxes past
+	// their age stopped, dead ones forgotten, the pool topped up).
+	Sweep time.Duration
+}
+
+// drainTimeout bounds stopping the pool's sandboxes when the stack closes.
+const drainTimeout = time.Minute
+
+// warmSetting reads AGENTSFLEET_SANDBOX_WARM, or def when it is unset or
+// empty, as a usage error when it is wrong.
+func warmSetting(getenv func(string) string, def string) (map[fleet.SandboxSize]int, error) {
+	v := getenv(pool.TargetsEnv)
+	if strings.TrimSpace(v) == "" {
+		v = def
+	}
+	warm, err := pool.ParseTargets(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return warm, nil
 }
 
 const checkpointBucket = "agentsfleet-checkpoints"
@@ -115,22 +155,77 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { s.Sandbox.Close() })
+	var sandboxes launch.Launcher = s.Sandbox
+	if pool.FormatTargets(o.Warm) != "none" {
+		if sandboxes, err = s.startPool(ctx, o, log); err != nil {
+			return nil, err
+		}
+	}
 
 	s.Runner, err = runner.New(runner.Config{
 		Store:        s.Store,
 		Model:        s.Model.Model,
 		DefaultModel: s.Model.DefaultModel,
-		Sandboxes:    s.Sandbox,
+		Sandboxes:    sandboxes,
 		Invoker:      s.Funcs,
 		Blobs:        runner.S3Blobs{Client: s3c, Bucket: checkpointBucket},
-		Observer:     o.Observer,
-		Log:          log,
+		// Used only with the pool: the local launcher alone keeps each
+		// fleet's folder in StateDir (a launch.Placer naming it), while a
+		// pooled sandbox's folder is its own and empty until restored.
+		Folders:       runner.S3Folders{Presign: s3.NewPresignClient(s3c), Client: s3c, Bucket: checkpointBucket},
+		AlwaysFolders: s.Pool != nil,
+		Observer:      o.Observer,
+		Log:           log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.Funcs.Register(invoke.Runner, s.Runner.Handle)
 	return s, nil
+}
+
+// startPool puts a warm pool over the local launcher, its records in the
+// table, and fills it. Closing the stack drains it: every sandboxd it
+// started is stopped and its record dropped.
+func (s *stack) startPool(ctx context.Context, o stackOptions, log *slog.Logger) (*pool.Pool, error) {
+	p, err := pool.New(pool.Config{Starter: s.Sandbox, Records: s.Store, Target: o.Warm, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	s.Pool, s.Warm = p, o.Warm
+	sweeps, stopSweeps := context.WithCancel(context.Background())
+	var sweeping sync.WaitGroup
+	s.closers = append(s.closers, func() {
+		stopSweeps()
+		sweeping.Wait()
+		dctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		if err := p.Drain(dctx); err != nil {
+			log.Warn("stop the warm sandboxes", "err", err)
+		}
+	})
+	for size := range o.Warm {
+		if _, err := p.TopUp(ctx, size); err != nil {
+			return nil, fmt.Errorf("fill the warm pool: %w", err)
+		}
+	}
+	if o.Sweep > 0 {
+		sweeping.Go(func() {
+			t := time.NewTicker(o.Sweep)
+			defer t.Stop()
+			for {
+				select {
+				case <-sweeps.Done():
+					return
+				case <-t.C:
+					if err := p.Sweep(sweeps); err != nil && sweeps.Err() == nil {
+						log.Warn("sweep the warm pool", "err", err)
+					}
+				}
+			}
+		})
+	}
+	return p, nil
 }
 
 // Close stops what the stack started, last first.

@@ -21,10 +21,16 @@
 //	AGENTSFLEET_SANDBOX_PUBLIC_IP        true (default): public IPs, the runner outside any VPC;
 //	                                     false: the private layout, the runner in the VPC
 //	AGENTSFLEET_SANDBOX_WARM             optional: idle tasks kept per size, such as small=2,medium=1
-//	                                     (a warm pool in the table; shared/sandbox/launch/pool)
+//	                                     (unset: none kept; shared/sandbox/launch/pool.ParseTargets)
 //
-// Without them the file and shell tools answer that the deployment has no
-// sandboxes.
+// The tasks always go through a pool (shared/sandbox/launch/pool) whose
+// records are in the table, even with no idle task kept (every size at 0):
+// a run's task is recorded as claimed by the run, so that the runner
+// re-invoked for the run, or a child agent's in another invocation, finds
+// that task instead of starting a second one, and releases it at the end.
+//
+// Without the sandbox settings the file and shell tools answer that the
+// deployment has no sandboxes.
 package main
 
 import (
@@ -34,7 +40,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -87,7 +92,7 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	warm, err := warmTargets(getenv("AGENTSFLEET_SANDBOX_WARM"))
+	warm, err := pool.ParseTargets(getenv(pool.TargetsEnv))
 	if err != nil {
 		return nil, err
 	}
@@ -98,21 +103,8 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	st := store.New(dynamodb.NewFromConfig(awsCfg), table)
 	var sandboxes launch.Launcher = launch.None{Why: noSandboxes}
 	if haveSandboxes {
-		sandboxCfg.ECS = awsecs.NewFromConfig(awsCfg)
-		if !sandboxCfg.Private {
-			sandboxCfg.EC2 = ec2.NewFromConfig(awsCfg)
-		}
-		tasks, err := ecs.New(sandboxCfg)
-		if err != nil {
+		if sandboxes, err = sandboxLauncher(awsCfg, sandboxCfg, st, warm, log); err != nil {
 			return nil, err
-		}
-		sandboxes = tasks
-		if len(warm) > 0 {
-			p, err := pool.New(pool.Config{Starter: tasks, Records: st, Target: warm, Logger: log})
-			if err != nil {
-				return nil, err
-			}
-			sandboxes = p
 		}
 	}
 	chosen, err := provider.FromEnv(ctx, getenv, provider.Bedrock, func(context.Context) (aws.Config, error) { return awsCfg, nil })
@@ -134,8 +126,25 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 		// too, under fleets/ (which its checkpoint expiry must not cover).
 		cfg.Folders = runner.S3Folders{Presign: s3.NewPresignClient(s3c), Client: s3c, Bucket: bucket}
 	}
-	log.Info("runner ready", "model", chosen.About, "table", table, "sandboxes", haveSandboxes)
+	log.Info("runner ready", "model", chosen.About, "table", table, "sandboxes", haveSandboxes, "warm", pool.FormatTargets(warm))
 	return runner.New(cfg)
+}
+
+// sandboxLauncher is the ECS launcher for cfg, always behind a pool with
+// its records in st, whose targets are warm (every size at 0 when
+// AGENTSFLEET_SANDBOX_WARM is unset): the pool's records are how another
+// invocation finds the run's task (a claimed record) instead of starting
+// a second one.
+func sandboxLauncher(awsCfg aws.Config, cfg ecs.Config, st pool.Records, warm map[fleet.SandboxSize]int, log *slog.Logger) (*pool.Pool, error) {
+	cfg.ECS = awsecs.NewFromConfig(awsCfg)
+	if !cfg.Private {
+		cfg.EC2 = ec2.NewFromConfig(awsCfg)
+	}
+	tasks, err := ecs.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return pool.New(pool.Config{Starter: tasks, Records: st, Target: warm, Logger: log})
 }
 
 // sandboxSettings reads the AGENTSFLEET_SANDBOX_* settings into an ecs
@@ -192,25 +201,4 @@ func list(s string) []string {
 		}
 	}
 	return out
-}
-
-// warmTargets reads AGENTSFLEET_SANDBOX_WARM, the warm pool's size for each
-// sandbox size, such as "small=2,medium=1"; empty keeps no pool.
-func warmTargets(v string) (map[fleet.SandboxSize]int, error) {
-	out := map[fleet.SandboxSize]int{}
-	for _, part := range strings.Split(v, ",") {
-		if part = strings.TrimSpace(part); part == "" {
-			continue
-		}
-		name, num, ok := strings.Cut(part, "=")
-		n, err := strconv.Atoi(strings.TrimSpace(num))
-		size := fleet.SandboxSize(strings.TrimSpace(name))
-		if !ok || err != nil || n < 0 || !size.Valid() {
-			return nil, fmt.Errorf("AGENTSFLEET_SANDBOX_WARM: %q: want SIZE=COUNT pairs such as small=2,medium=1, with a sandbox size and a count of 0 or more", part)
-		}
-		if n > 0 {
-			out[size] = n
-		}
-	}
-	return out, nil
 }

@@ -10,7 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
 // The sample event is the payload the runner takes.
@@ -99,18 +104,32 @@ func TestSandboxSettings(t *testing.T) {
 	}
 }
 
-func TestWarmTargets(t *testing.T) {
+// The ECS launcher is always behind a pool, with no idle task kept when
+// AGENTSFLEET_SANDBOX_WARM is unset, so that the run's task is recorded
+// for its other invocations.
+func TestTasksAlwaysGoThroughAPool(t *testing.T) {
 	t.Parallel()
-	got, err := warmTargets(" small=2, medium=0 ,large=1")
-	if err != nil || len(got) != 2 || got["small"] != 2 || got["large"] != 1 {
-		t.Errorf("warmTargets = %v, %v", got, err)
+	cfg, ok, err := sandboxSettings(func(k string) string {
+		return map[string]string{"AGENTSFLEET_SANDBOX_CLUSTER": "c", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "td",
+			"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1"}[k]
+	})
+	if err != nil || !ok {
+		t.Fatalf("sandboxSettings: %v, %v", ok, err)
 	}
-	if got, err := warmTargets(""); err != nil || len(got) != 0 {
-		t.Errorf("warmTargets(\"\") = %v, %v", got, err)
+	targets, err := pool.ParseTargets("")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, bad := range []string{"small", "huge=1", "small=-1", "small=two"} {
-		if _, err := warmTargets(bad); err == nil || !strings.Contains(err.Error(), "AGENTSFLEET_SANDBOX_WARM") {
-			t.Errorf("warmTargets(%q) = %v, want an error naming the setting", bad, err)
+	// No table and no ECS behind them: a pool that tried to keep a task
+	// idle would fail here.
+	p, err := sandboxLauncher(aws.Config{Region: "us-east-1"}, cfg, store.New(nil, "t"), targets, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("sandboxLauncher: %v", err)
+	}
+	defer p.Close()
+	for _, size := range fleet.SandboxSizes() {
+		if n, err := p.TopUp(context.Background(), size); n != 0 || err != nil {
+			t.Errorf("TopUp(%s) = %d, %v; want 0 idle tasks kept without AGENTSFLEET_SANDBOX_WARM", size, n, err)
 		}
 	}
 }

@@ -37,6 +37,11 @@ type Sandbox struct {
 	ID string
 	// Client calls its tools.
 	Client *client.Client
+	// Places are the real paths of its folders, when the launcher knows
+	// them only once it has the sandbox (a pooled local sandbox has an
+	// agent folder of its own). The zero value means the image's defaults:
+	// DefaultAgent and the Definition's workdir.
+	Places Places
 }
 
 // Launcher hands runs their sandboxes. A run has at most one sandbox at a

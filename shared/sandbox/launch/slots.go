@@ -108,6 +108,24 @@ func (s *Slots[T]) Peek(runID string, f func(v *T)) {
 	f(sl.v)
 }
 
+// Each calls f with every run's value, holding each slot in turn; runs
+// without one are skipped.
+func (s *Slots[T]) Each(f func(v *T)) {
+	s.mu.Lock()
+	all := make([]*slot[T], 0, len(s.m))
+	for _, sl := range s.m {
+		all = append(all, sl)
+	}
+	s.mu.Unlock()
+	for _, sl := range all {
+		sl.mu.Lock()
+		if sl.v != nil {
+			f(sl.v)
+		}
+		sl.mu.Unlock()
+	}
+}
+
 // Close takes every run, calling f for each value at once, and waits; a
 // later Hold fails with ErrClosed. It is safe to call more than once.
 func (s *Slots[T]) Close(f func(v *T)) {

@@ -64,3 +64,19 @@ func TestSlots(t *testing.T) {
 		t.Errorf("Hold after Close = %v", err)
 	}
 }
+
+// Each sees every run's value, and none of a run forgotten.
+func TestSlotsEach(t *testing.T) {
+	t.Parallel()
+	var s launch.Slots[int]
+	for i, run := range []string{"a", "b", "c"} {
+		v := i + 1
+		s.Hold(run, func(*int) *int { return &v })
+	}
+	s.Hold("b", func(*int) *int { return nil })
+	sum := 0
+	s.Each(func(v *int) { sum += *v })
+	if sum != 1+3 {
+		t.Errorf("Each summed %d, want 4 (runs a and c)", sum)
+	}
+}

@@ -12,6 +12,18 @@
 // random token in its environment (SANDBOXD_TOKEN) and nowhere else, which
 // it erases from its environment at start.
 //
+// # Warm sandboxes
+//
+// The Launcher is also a launch.Starter, for a warm pool (launch/pool) on
+// this machine: Start starts a generic sandboxd that serves no fleet's
+// folder but an empty one of its own, StateDir/sandboxes/<name>/agent,
+// which the runner fills by restoring the fleet's folder (runner.Folders,
+// the emulator's bucket locally) once a run claims it, and saves at the
+// run's end. Connect names that folder in launch.Sandbox.Places. Stop, and
+// Close, end the process and remove its folder. Warm sandboxes are this
+// Launcher's alone: their processes stop with this one, so Connect refuses
+// a pool record of another process.
+//
 // # Who the commands are
 //
 // Locally the commands act as the owner of the workdir. When this process

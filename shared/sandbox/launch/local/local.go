@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -87,11 +88,13 @@ type Launcher struct {
 	log                                *lineLog // nil: no log
 
 	runs launch.Slots[process] // each run's sandboxd
+	warm launch.Slots[process] // generic sandboxes (Start), by Warm.ID
 }
 
 var (
 	_ launch.Launcher = (*Launcher)(nil)
 	_ launch.Placer   = (*Launcher)(nil)
+	_ launch.Starter  = (*Launcher)(nil)
 )
 
 // New returns a Launcher for cfg. It checks what it can before any run
@@ -213,7 +216,10 @@ func executable(path string) error {
 	return nil
 }
 
-// Workdir is the folder the sandboxes serve as the workdir, absolute.
+// Places are the folders a run's sandbox (Acquire) serves: the Launcher's
+// workdir and the fleet's folder StateDir/agents/<fleet>, both absolute.
+// A generic sandbox (Start) has a fleet's folder of its own instead, which
+// Connect gives in Sandbox.Places.
 func (l *Launcher) Places(spec launch.Spec) launch.Places {
 	return launch.Places{Workdir: l.workdir, Agent: filepath.Join(l.stateDir, "agents", spec.Fleet)}
 }
@@ -276,10 +282,14 @@ func (l *Launcher) Release(ctx context.Context, runID string) error {
 	return nil
 }
 
-// Close stops every sandbox, as Release does, and waits for them; a later
-// Acquire fails. It is safe to call more than once.
+// Close stops every sandbox, the runs' and the generic ones (Start) alike,
+// as Release and Stop do, and waits for them, a Start under way included;
+// a later Acquire or Start fails. It is safe to call more than once.
 func (l *Launcher) Close() error {
-	l.runs.Close(func(p *process) { p.stop(context.Background(), l.grace) })
+	var wg sync.WaitGroup
+	wg.Go(func() { l.runs.Close(func(p *process) { p.stop(context.Background(), l.grace) }) })
+	wg.Go(func() { l.warm.Close(l.stopWarm) })
+	wg.Wait()
 	return nil
 }
 

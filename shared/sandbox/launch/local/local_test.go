@@ -544,3 +544,97 @@ func TestNoSandboxd(t *testing.T) {
 		t.Fatalf("New with sandboxd on PATH: %v", err)
 	}
 }
+
+// A generic sandbox (Start, for a pool) has an empty fleet's folder of its
+// own, which Connect names in Places; Stop ends its process and removes
+// the folder, and Close ends those not stopped.
+func TestWarmStartConnectStop(t *testing.T) {
+	t.Parallel()
+	cfg := fixture(t)
+	l := newLauncher(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	w, err := l.Start(ctx, "small")
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if !strings.HasPrefix(w.ID, "local-") || w.Token == "" || !strings.HasPrefix(w.URL, "http://127.0.0.1:") {
+		t.Errorf("Start = %+v, want a local-<pid> on loopback with a token", w)
+	}
+	sb, err := l.Connect(ctx, w)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	agent := sb.Places.Agent
+	if sb.Places.Workdir != cfg.Workdir || filepath.Dir(filepath.Dir(agent)) != filepath.Join(cfg.StateDir, "sandboxes") {
+		t.Errorf("Places = %+v, want the workdir %s and a folder of its own under %s/sandboxes", sb.Places, cfg.Workdir, cfg.StateDir)
+	}
+	if entries, err := os.ReadDir(agent); err != nil || len(entries) != 0 {
+		t.Errorf("the warm sandbox's fleet's folder %s: %v, %v; want it empty", agent, entries, err)
+	}
+	if out := bash(t, sb, "echo kept > "+agent+"/note.txt && cat "+agent+"/note.txt"); !strings.Contains(out, "kept") {
+		t.Errorf("writing its fleet's folder: %q", out)
+	}
+	if fleetDir := l.Places(spec("r")).Agent; fleetDir == agent {
+		t.Errorf("the warm sandbox serves the fleet's folder %s, want one of its own", fleetDir)
+	}
+
+	// Records that do not match, or sandboxes of no one here, are refused.
+	forged := w
+	forged.Token = strings.Repeat("f", 64)
+	if _, err := l.Connect(ctx, forged); err == nil {
+		t.Error("Connect with another token worked, want a refusal")
+	}
+	if _, err := l.Connect(ctx, launch.Warm{ID: "local-1", URL: w.URL, Token: w.Token}); err == nil {
+		t.Error("Connect to an id this launcher did not start worked, want a refusal")
+	}
+
+	pid, _ := strconv.Atoi(strings.TrimPrefix(w.ID, "local-"))
+	if err := l.Stop(ctx, w); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if !gone(pid) {
+		t.Errorf("sandboxd %d still runs after Stop", pid)
+	}
+	if _, err := os.Stat(filepath.Dir(agent)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the warm sandbox's folder after Stop: %v, want it removed", err)
+	}
+	if _, err := l.Connect(ctx, w); err == nil {
+		t.Error("Connect after Stop worked")
+	}
+	if err := l.Stop(ctx, w); err != nil {
+		t.Errorf("a second Stop = %v, want nil", err)
+	}
+
+	// A run's sandbox names the fleet's folder it serves too.
+	if sb := acquire(t, l, spec("r")); sb.Places != l.Places(spec("r")) {
+		t.Errorf("Acquire's Places = %+v, want %+v", sb.Places, l.Places(spec("r")))
+	}
+
+	// Close ends the warm ones left, and refuses later starts.
+	var pids []int
+	for range 2 {
+		w, err := l.Start(ctx, "small")
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		p, _ := strconv.Atoi(strings.TrimPrefix(w.ID, "local-"))
+		pids = append(pids, p)
+	}
+	if got := l.Warm(); len(got) != 2 {
+		t.Errorf("Warm() = %v, want the 2 started", got)
+	}
+	l.Close()
+	for _, p := range pids {
+		if !gone(p) {
+			t.Errorf("warm sandboxd %d still runs after Close", p)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cfg.StateDir, "sandboxes")); len(entries) != 0 {
+		t.Errorf("%d warm sandbox folders left after Close, want none", len(entries))
+	}
+	if _, err := l.Start(ctx, "small"); !errors.Is(err, launch.ErrStart) {
+		t.Errorf("Start after Close = %v, want ErrStart", err)
+	}
+}

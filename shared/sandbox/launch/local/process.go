@@ -30,6 +30,9 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	sb     *launch.Sandbox
+	token  string // sb's, to check a pool's record against
+	agent  string // the fleet's folder it serves
+	home   string // a warm sandbox's own folder, removed when it stops
 	stderr *tail
 	exited chan struct{} // closed once it has exited and been waited for
 	err    error         // Wait's, once exited is closed
@@ -64,12 +67,24 @@ func (p *process) stop(ctx context.Context, grace time.Duration) {
 	<-p.exited
 }
 
-// start starts sandboxd for spec and waits until it answers /healthz.
+// start starts sandboxd for spec, over the fleet's folder, and waits
+// until it answers /healthz.
 func (l *Launcher) start(ctx context.Context, spec launch.Spec) (*process, error) {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: run %s: "+format, append([]any{launch.ErrStart, spec.RunID}, args...)...)
+	agent := filepath.Join(l.stateDir, "agents", spec.Fleet)
+	if err := os.Mkdir(agent, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("%w: run %s: the fleet's folder: %w", launch.ErrStart, spec.RunID, err)
 	}
-	args, err := l.args(spec)
+	return l.spawn(ctx, "run "+spec.RunID, agent, spec.ToolTimeout)
+}
+
+// spawn starts sandboxd serving agent as the fleet's folder, with the tool
+// timeout toolTimeout (zero: sandboxd's), and waits until it answers
+// /healthz. what names the sandbox in errors ("run R").
+func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout time.Duration) (*process, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: "+format, append([]any{launch.ErrStart, what}, args...)...)
+	}
+	args, err := l.args(agent)
 	if err != nil {
 		return nil, fail("%w", err)
 	}
@@ -78,7 +93,7 @@ func (l *Launcher) start(ctx context.Context, spec launch.Spec) (*process, error
 		return nil, fail("a token: %w", err)
 	}
 	token := hex.EncodeToString(raw)
-	toolTimeout := roundUp(spec.ToolTimeout)
+	toolTimeout = roundUp(toolTimeout)
 	if toolTimeout > 0 {
 		args = append(args, "--timeout", strconv.Itoa(int(toolTimeout/time.Second)))
 	}
@@ -164,17 +179,15 @@ func (l *Launcher) start(ctx context.Context, spec launch.Spec) (*process, error
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	p.sb = &launch.Sandbox{ID: "sandboxd-" + strconv.Itoa(cmd.Process.Pid), Client: c}
+	p.sb = &launch.Sandbox{ID: "sandboxd-" + strconv.Itoa(cmd.Process.Pid), Client: c,
+		Places: launch.Places{Workdir: l.workdir, Agent: agent}}
+	p.token, p.agent = token, agent
 	return p, nil
 }
 
-// args are sandboxd's arguments for spec, but --timeout; it prepares the
-// fleet's folder.
-func (l *Launcher) args(spec launch.Spec) ([]string, error) {
-	agent := filepath.Join(l.stateDir, "agents", spec.Fleet)
-	if err := os.Mkdir(agent, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("the fleet's folder: %w", err)
-	}
+// args are sandboxd's arguments over the fleet's folder agent, but
+// --timeout; as root, it gives agent to the workdir's owner.
+func (l *Launcher) args(agent string) ([]string, error) {
 	args := []string{"serve", "--local", "--listen", "127.0.0.1:0", "--print-addr",
 		"--workdir", l.workdir, "--agent", agent, "--shutdown-grace", (l.grace / 2).String()}
 	if l.data != "" {

@@ -94,6 +94,7 @@ type Pool struct {
 	inflight map[fleet.SandboxSize]int
 	pending  map[fleet.SandboxSize]bool // a background top-up is waiting
 	sizeMu   map[fleet.SandboxSize]*sync.Mutex
+	mine     map[string]bool // ids of the sandboxes this Pool started, until stopped
 
 	claimed, cold, resumed, discarded atomic.Int64
 }
@@ -132,7 +133,7 @@ func New(cfg Config) (*Pool, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{cfg: cfg, log: log, runs: map[string]*claim{}, inflight: map[fleet.SandboxSize]int{},
-		pending: map[fleet.SandboxSize]bool{}, sizeMu: map[fleet.SandboxSize]*sync.Mutex{}}
+		pending: map[fleet.SandboxSize]bool{}, sizeMu: map[fleet.SandboxSize]*sync.Mutex{}, mine: map[string]bool{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.bg, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -247,7 +248,7 @@ func (p *Pool) acquire(ctx context.Context, runID string, size fleet.SandboxSize
 		return w, sb, nil
 	}
 	p.topUpLater(size)
-	w, err := p.cfg.Starter.Start(ctx, size)
+	w, err := p.startOne(ctx, size)
 	if err != nil {
 		return launch.Warm{}, nil, wrapStart(err)
 	}
@@ -284,9 +285,20 @@ func (p *Pool) discard(ctx context.Context, w launch.Warm, runID string) {
 func (p *Pool) stop(w launch.Warm) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := p.cfg.Starter.Stop(ctx, w); err != nil {
+	if err := p.stopCtx(ctx, w); err != nil {
 		p.log.Warn("stop sandbox", "sandbox", w.ID, "err", err)
 	}
+}
+
+// stopCtx stops w and forgets it was this Pool's.
+func (p *Pool) stopCtx(ctx context.Context, w launch.Warm) error {
+	err := p.cfg.Starter.Stop(ctx, w)
+	if err == nil {
+		p.mu.Lock()
+		delete(p.mine, w.ID)
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // Release stops the run's sandbox and drops its record; a claimed sandbox
@@ -324,7 +336,7 @@ func (p *Pool) Release(ctx context.Context, runID string) error {
 }
 
 func (p *Pool) release(ctx context.Context, w launch.Warm, runID string) error {
-	if err := p.cfg.Starter.Stop(ctx, w); err != nil {
+	if err := p.stopCtx(ctx, w); err != nil {
 		return fmt.Errorf("release sandbox %s of run %s: %w", w.ID, runID, err)
 	}
 	if _, err := p.cfg.Records.DropClaimedSandbox(ctx, string(w.Size), w.ID, runID); err != nil {
@@ -416,8 +428,20 @@ func (p *Pool) TopUp(ctx context.Context, size fleet.SandboxSize) (int, error) {
 	return started, nil
 }
 
-func (p *Pool) startIdle(ctx context.Context, size fleet.SandboxSize) error {
+// startOne starts a sandbox and notes it as this Pool's, for Drain.
+func (p *Pool) startOne(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
 	w, err := p.cfg.Starter.Start(ctx, size)
+	if err != nil {
+		return launch.Warm{}, err
+	}
+	p.mu.Lock()
+	p.mine[w.ID] = true
+	p.mu.Unlock()
+	return w, nil
+}
+
+func (p *Pool) startIdle(ctx context.Context, size fleet.SandboxSize) error {
+	w, err := p.startOne(ctx, size)
 	if err != nil {
 		return err
 	}
@@ -496,9 +520,51 @@ func (p *Pool) sweepOne(ctx context.Context, ps store.PoolSandbox) error {
 // Wait returns once the background top-ups started so far have finished.
 func (p *Pool) Wait() { p.wg.Wait() }
 
+// Drain closes the Pool (Close), then stops every sandbox it started that
+// is still recorded, idle or claimed, and drops its record: for a pool
+// whose sandboxes live and die with this process (launch/local), so that
+// its end leaves no process and no record behind. Sandboxes other Pools
+// started are left alone. It returns the errors it met, joined, having
+// tried every sandbox.
+func (p *Pool) Drain(ctx context.Context) error {
+	p.Close()
+	var errs []error
+	for _, size := range fleet.SandboxSizes() {
+		recs, err := p.cfg.Records.ListPool(ctx, string(size))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, ps := range recs {
+			p.mu.Lock()
+			mine := p.mine[ps.ID]
+			p.mu.Unlock()
+			if !mine {
+				continue
+			}
+			w := warmOf(ps)
+			var dropErr error
+			if ps.State == store.PoolIdle {
+				_, dropErr = p.cfg.Records.DropIdleSandbox(ctx, ps.Size, ps.ID)
+			} else {
+				_, dropErr = p.cfg.Records.DropClaimedSandbox(ctx, ps.Size, ps.ID, ps.ClaimedBy)
+			}
+			errs = append(errs, dropErr, p.stopCtx(ctx, w))
+		}
+	}
+	p.mu.Lock()
+	clear(p.runs)
+	p.mu.Unlock()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("drain the pool: %w", err)
+	}
+	return nil
+}
+
 // Close stops background top-ups (a start under way is abandoned through
 // its context) and waits for them. It stops no sandbox: idle ones stay in
-// the pool for other processes, claimed ones are their runs'.
+// the pool for other processes, claimed ones are their runs' (Drain stops
+// them).
 func (p *Pool) Close() {
 	p.mu.Lock()
 	p.cancel()

@@ -355,3 +355,55 @@ func BenchmarkClaimWarm(b *testing.B) {
 		b.ReportMetric(float64(cold)/float64(warm), "cold/warm")
 	}
 }
+
+// Drain stops every sandbox its Pool started, idle or claimed, and drops
+// their records, leaving another Pool's alone.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	mine, other := newPool(t, st, s, 2), newPool(t, st, s, 0)
+	if n, err := mine.TopUp(ctx, small); n != 2 || err != nil {
+		t.Fatalf("TopUp = %d, %v", n, err)
+	}
+	if _, err := mine.Acquire(ctx, spec("claimed")); err != nil { // a warm claim
+		t.Fatal(err)
+	}
+	if _, err := mine.Acquire(ctx, launch.Spec{RunID: "cold", Size: fleet.SizeMedium}); err != nil { // a cold start
+		t.Fatal(err)
+	}
+	if _, err := other.Acquire(ctx, spec("theirs")); err != nil { // claims mine's last idle one
+		t.Fatal(err)
+	}
+	theirs, ok, err := st.ClaimedSandbox(ctx, string(small), "theirs")
+	if err != nil || !ok {
+		t.Fatalf("the other Pool's claim: %v, %v", ok, err)
+	}
+	otherCold := newPool(t, st, s, 0)
+	if _, err := otherCold.Acquire(ctx, launch.Spec{RunID: "theirs-cold", Size: fleet.SizeLarge}); err != nil {
+		t.Fatal(err)
+	}
+	// The top-up after the claims may add idle ones: Drain takes them too.
+	if err := mine.Drain(ctx); err != nil {
+		t.Fatalf("Drain: %v", err)
+	}
+	recs := map[string]store.PoolSandbox{}
+	for _, size := range fleet.SandboxSizes() {
+		for _, r := range must(st.ListPool(ctx, string(size))) {
+			recs[r.ClaimedBy] = r
+		}
+	}
+	if len(recs) != 1 || recs["theirs-cold"].ID == "" {
+		t.Errorf("records after Drain %+v, want only the other Pool's cold start", recs)
+	}
+	// The sandbox the other Pool claimed was mine's: Drain stopped it
+	// (its record went with it); the other's own one still runs.
+	if s.Running(theirs.ID) {
+		t.Errorf("sandbox %s, started by the drained Pool, still runs", theirs.ID)
+	}
+	if !s.Running(recs["theirs-cold"].ID) {
+		t.Error("the other Pool's own sandbox was stopped")
+	}
+	if got, want := s.Stopped(), s.Started()-1; got != want {
+		t.Errorf("stopped %d of %d started, want all but the other Pool's one", got, s.Started())
+	}
+}
