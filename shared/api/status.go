@@ -34,6 +34,11 @@ var statuses = map[fault.Code]int{
 	fault.ScopeMissing:      http.StatusForbidden,
 	fault.RevisionNotFound:  http.StatusNotFound,
 	fault.RequestInvalid:    http.StatusBadRequest,
+	fault.KeyUnauthorized:   http.StatusUnauthorized,
+	fault.KeyNotFound:       http.StatusNotFound,
+	fault.HookUnauthorized:  http.StatusUnauthorized,
+	fault.HookNoSecret:      http.StatusNotFound,
+	fault.HookReplayed:      http.StatusConflict,
 }
 
 // Status returns the HTTP status for a request that failed with err: the

@@ -60,6 +60,11 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		"UZ-KEY-403":          http.StatusForbidden,
 		"UZ-DEF-404":          http.StatusNotFound,
 		"UZ-REQ-400":          http.StatusBadRequest,
+		"UZ-KEY-401":          http.StatusUnauthorized,
+		"UZ-KEY-404":          http.StatusNotFound,
+		"UZ-HOOK-401":         http.StatusUnauthorized,
+		"UZ-HOOK-404":         http.StatusNotFound,
+		"UZ-HOOK-409":         http.StatusConflict,
 	}
 	codes := fault.Codes()
 	if len(codes) != len(want) {

@@ -98,6 +98,15 @@ var (
 	DefinitionInvalid = ownCode("UZ-DEF-400", "the Definition is not valid")
 	ScopeMissing      = ownCode("UZ-KEY-403", "the API key lacks a scope the Definition's tools need")
 	RevisionNotFound  = ownCode("UZ-DEF-404", "no such Definition revision")
+	// KeyUnauthorized never says whether the key was missing, malformed,
+	// unknown or revoked.
+	KeyUnauthorized = ownCode("UZ-KEY-401", "the API key is missing, not valid or revoked")
+	KeyNotFound     = ownCode("UZ-KEY-404", "no such API key")
+
+	// Webhooks.
+	HookUnauthorized = ownCode("UZ-HOOK-401", "the webhook delivery's signature or timestamp is missing, not valid or outside the 5-minute window")
+	HookNoSecret     = ownCode("UZ-HOOK-404", "the fleet has no webhook secret: create one with POST /v1/fleets/{name}/webhook-secret")
+	HookReplayed     = ownCode("UZ-HOOK-409", "this webhook delivery was seen before")
 
 	// Requests: an argument the caller can fix (wrap with New to say which).
 	RequestInvalid = ownCode("UZ-REQ-400", "the request is not valid")

@@ -59,6 +59,9 @@
 //	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
 //	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
+//	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
+//	webhook delivery    DLV#<fleet>#<sig>    DLV                   -              -              seen once: expiresAt (TTL); refused while live
+//	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
 //
 // Access patterns:
 //
@@ -69,6 +72,7 @@
 //	list a run's events from a sequence number, paged            Query pk=RUN#<id>, sk BETWEEN EVT#<from> AND EVT#<max>
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
 //	list a size's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<size>, sk begins_with SBX#
+//	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#
 //
 // Run ids (and child and schedule ids) are 26 Crockford base32 characters,
 // time first, like ULIDs, so gsi1sk sorts runs by creation. Page cursors are
