@@ -53,7 +53,7 @@ lambdas:
 	done
 
 # Packages whose concurrency the race detector checks in every `make test`.
-RACE_PKGS := ./shared/runner/ ./shared/invoke/ ./shared/model/... ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/web/
+RACE_PKGS := ./shared/runner/ ./shared/invoke/ ./shared/model/... ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/sandbox/launch/ ./shared/sandbox/launch/pool/ ./shared/sandbox/launch/local/ ./shared/web/ ./shared/schedule/... ./shared/api/...
 
 ## test: all tests, against a moto server the tests start themselves, then
 ## the concurrent packages again under the race detector. The Lambdas are

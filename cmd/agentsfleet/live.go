@@ -18,7 +18,10 @@ import (
 // textView is the live view of `agentsfleet run` for people: a spinner
 // while the model works (on a terminal), the model's text as it streams,
 // each tool call and a short result as it happens, the plan as it changes,
-// and the answer. Safe for concurrent use.
+// and the answer. Child agents' calls and results show marked with the
+// child's id, their starts and ends on a line each; their streamed text is
+// not shown (their answers reach the agent that started them). Safe for
+// concurrent use.
 type textView struct {
 	mu       sync.Mutex
 	out      io.Writer
@@ -43,6 +46,10 @@ func (v *textView) finished() {
 func (v *textView) note(n runner.Note) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if n.Agent != "" || (n.Event != nil && (n.Event.Type == runner.EventChildStarted || n.Event.Type == runner.EventChildEnded)) {
+		v.childNote(n)
+		return
+	}
 	switch {
 	case n.Thinking && n.Text == "":
 		v.streamed.Reset()
@@ -60,6 +67,47 @@ func (v *textView) note(n runner.Note) {
 		v.event(n.Event)
 	default: // the model call ended
 		v.spin(false)
+	}
+}
+
+// childNote shows a child agent's call, result, start or end.
+func (v *textView) childNote(n runner.Note) {
+	who := "[" + n.Agent + "]"
+	if n.Event != nil {
+		var about struct {
+			ChildID string `json:"child_id"`
+		}
+		if json.Unmarshal(n.Event.Data, &about); about.ChildID != "" && n.Event.Type != runner.EventToolResult {
+			who = "[" + about.ChildID + "]"
+		}
+	}
+	switch {
+	case n.Calling != nil:
+		v.spin(false)
+		v.endText()
+		fmt.Fprintf(v.out, "  %s → %s %s\n", who, n.Calling.Name, clipLine(string(n.Calling.Arguments), 90))
+	case n.Event != nil && n.Event.Type == runner.EventToolResult:
+		v.spin(false)
+		v.endText()
+		var r runner.ToolResult
+		json.Unmarshal(n.Event.Data, &r)
+		mark := "✓"
+		if r.IsError {
+			mark = "✗"
+		}
+		fmt.Fprintf(v.out, "  %s   %s %s: %s\n", who, mark, r.Name, clipLine(firstLine(r.Output), 90))
+	case n.Event != nil && n.Event.Type == runner.EventChildStarted:
+		v.spin(false)
+		v.endText()
+		var c runner.ChildStarted
+		json.Unmarshal(n.Event.Data, &c)
+		fmt.Fprintf(v.out, "  %s started: %s\n", who, clipLine(firstLine(c.Task), 90))
+	case n.Event != nil && n.Event.Type == runner.EventChildEnded:
+		v.spin(false)
+		v.endText()
+		var c runner.ChildEnded
+		json.Unmarshal(n.Event.Data, &c)
+		fmt.Fprintf(v.out, "  %s %s\n", who, c.Status)
 	}
 }
 

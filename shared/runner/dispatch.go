@@ -29,9 +29,11 @@ type toolset struct {
 	offered []model.Tool
 }
 
-func newToolset(def *fleet.Definition) (*toolset, error) {
+// newToolset is the tools names of def, those of the run's agent or a
+// child's.
+func newToolset(def *fleet.Definition, names []string) (*toolset, error) {
 	ts := &toolset{entries: map[string]toolbox.Entry{}}
-	for _, name := range def.Tools {
+	for _, name := range names {
 		e, ok := toolbox.Lookup(name)
 		if !ok {
 			return nil, fmt.Errorf("the Definition allows tool %q, which this runner does not have; its tools are %s",
@@ -43,14 +45,18 @@ func newToolset(def *fleet.Definition) (*toolset, error) {
 	return ts, nil
 }
 
-// readOnly are the tools that change nothing: several of them in one answer
-// run at once.
-var readOnly = map[string]bool{
+// concurrent are the tools that several calls of in one answer run at once:
+// those that change nothing, and the child-agent tools, whose work is the
+// children's (five spawns in one answer race for the caps the store
+// enforces; delegates in one answer work side by side).
+var concurrent = map[string]bool{
 	"read": true, "grep": true, "glob": true, "list": true,
 	"webfetch": true, "websearch": true, "web_fetch": true,
+	"spawn_agent": true, "delegate_agent": true, "wait_agent": true,
+	"inspect_agent": true, "list_agents": true, "interrupt_agent": true,
 }
 
-// runTools runs calls, read-only neighbours concurrently and every other
+// runTools runs calls, concurrent neighbours at once and every other
 // call alone in its turn, and returns their results in order with the
 // step's events: each tool.result, and plan.updated for an accepted plan.
 func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []store.NewEvent) {
@@ -58,8 +64,8 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 	plans := make([]*control.UpdatePlanArgs, len(calls))
 	for i := 0; i < len(calls); {
 		j := i + 1
-		if readOnly[calls[i].Name] {
-			for j < len(calls) && readOnly[calls[j].Name] {
+		if concurrent[calls[i].Name] {
+			for j < len(calls) && concurrent[calls[j].Name] {
 				j++
 			}
 		}
@@ -119,7 +125,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 		set(x.webCall(ctx, call))
 	case fleet.InRunner:
 		var plan *control.UpdatePlanArgs
-		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }) {
+		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}) {
 			if t.Name() == call.Name {
 				res, err := t.Run(ctx, call.Arguments)
 				if err != nil {
@@ -136,13 +142,13 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 }
 
 // idempotencyKey names call i of the step about to be committed by the
-// run, the step, and the call's place, tool and arguments: a retried step
+// run, the agent, the step, and the call's place, tool and arguments: a retried step
 // whose answer repeats the call sends the same key, and sandboxd answers it
 // with its first result instead of running it again; a different call gets
 // a key of its own.
 func (x *execution) idempotencyKey(i int, call model.ToolCall) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.step+1, i, call.Name)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.agentID(), x.step+1, i, call.Name)
 	h.Write(call.Arguments)
 	return "af-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -155,7 +161,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	if err != nil {
 		return tool.Errorf("%s: no sandbox could be started for this run: %v", call.Name, err)
 	}
-	res, err := sb.Client.Call(ctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
+	res, err := sb.Client.Call(client.WithAgent(ctx, x.agentID()), call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
 		if note := x.takeFolderNote(); note != "" {
@@ -196,6 +202,9 @@ func (x *execution) dropSandbox(ctx context.Context, sb *launch.Sandbox) {
 		return
 	}
 	x.sandbox = nil
+	if x.child != nil {
+		return // the run's sandbox: its own agent lets it go
+	}
 	if err := x.r.cfg.Sandboxes.Release(ctx, x.run.ID); err != nil {
 		x.r.log.Warn("release a sandbox that stopped answering", "run_id", x.run.ID, "error", err)
 	}
@@ -206,16 +215,28 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 	x.mu.Lock()
 	x.sandbox = nil
 	x.mu.Unlock()
+	if x.child != nil {
+		return
+	}
 	if err := x.r.cfg.Sandboxes.Release(context.WithoutCancel(ctx), x.run.ID); err != nil {
 		x.r.log.Warn("release the run's sandbox", "run_id", x.run.ID, "error", err)
 	}
 }
 
-// webCall sends a call to the webtools function with the fleet's host list
-// and secret names (never values).
+// webCall sends a call to the webtools function with the agent's host list
+// and secret names (never values): the fleet's, or a child's share of them.
 func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Result {
-	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: x.def.Hosts,
-		Secrets: x.def.Secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+	hosts, secrets := []string(x.def.Hosts), x.def.Secrets
+	if x.child != nil {
+		hosts, secrets = x.child.Hosts, map[string]string{}
+		for _, name := range x.child.Secrets {
+			if id, ok := x.def.Secrets[name]; ok {
+				secrets[name] = id
+			}
+		}
+	}
+	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
+		Secrets: secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)
 	}

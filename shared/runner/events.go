@@ -59,6 +59,41 @@ type PlanStep struct {
 	Status string `json:"status"`
 }
 
+// ChildStarted is child.started's data, the first event of a child agent:
+// who started whom (ParentID: the child that started it; empty for the
+// run's own agent), on which task, with which tools.
+type ChildStarted struct {
+	ChildID  string            `json:"child_id"`
+	Status   store.ChildStatus `json:"status"`
+	ParentID string            `json:"parent_id,omitempty"`
+	Depth    int               `json:"depth"`
+	Task     string            `json:"task"`
+	Tools    []string          `json:"tools"`
+}
+
+// ChildEnded is child.ended's data. A child that ends by itself writes it
+// with its last step; one interrupted writes it through whoever
+// interrupted it (the event's agent), InterruptedBy saying who:
+// InterruptedByRunEnd when the run ended, the child that called
+// interrupt_agent or that itself ended, or InterruptedByAgent for the
+// run's own agent.
+type ChildEnded struct {
+	ChildID         string            `json:"child_id"`
+	Status          store.ChildStatus `json:"status"`
+	ParentID        string            `json:"parent_id,omitempty"`
+	Answer          string            `json:"answer,omitempty"`
+	AnswerTruncated bool              `json:"answer_truncated,omitempty"`
+	Error           *RunError         `json:"error,omitempty"`
+	Usage           *Usage            `json:"usage,omitempty"`
+	InterruptedBy   string            `json:"interrupted_by,omitempty"`
+}
+
+// The values of ChildEnded.InterruptedBy beside a child id.
+const (
+	InterruptedByRunEnd = "run_end"
+	InterruptedByAgent  = "agent"
+)
+
 // RunEnded is run.ended's data. An answer longer than MaxEventAnswer is
 // cut there, and AnswerTruncated says so.
 type RunEnded struct {
@@ -99,10 +134,13 @@ type Usage struct {
 
 // Event is a committed event, as the Observer and the CLI see it.
 type Event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Time string          `json:"time"`
-	Data json.RawMessage `json:"data"`
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+	Time string `json:"time"`
+	// Agent is the child agent whose step wrote the event; absent for the
+	// run's own agent.
+	Agent string          `json:"agent,omitempty"`
+	Data  json.RawMessage `json:"data"`
 }
 
 func newEvent(typ string, data any) store.NewEvent {

@@ -76,6 +76,8 @@ type Config struct {
 // Note is one thing an Observer sees.
 type Note struct {
 	RunID string
+	// Agent is the child agent the note is about; empty for the run's own.
+	Agent string
 	// Event is a committed event, or nil.
 	Event *Event
 	// Calling is a tool call starting, before its turn commits it.
@@ -86,9 +88,11 @@ type Note struct {
 	Text     string
 }
 
-// Payload is the runner function's invocation payload.
+// Payload is the runner function's invocation payload: a run, or one of
+// its child agents.
 type Payload struct {
-	RunID string `json:"run_id"`
+	RunID   string `json:"run_id"`
+	ChildID string `json:"child_id,omitempty"`
 }
 
 // Runner executes runs: one invocation takes a run's lease and goes on from
@@ -135,7 +139,10 @@ func New(cfg Config) (*Runner, error) {
 func (r *Runner) Handle(ctx context.Context, payload []byte) ([]byte, error) {
 	var p Payload
 	if err := json.Unmarshal(payload, &p); err != nil || p.RunID == "" {
-		return nil, fmt.Errorf("runner: the payload must be {\"run_id\": \"…\"}, not %.200q", payload)
+		return nil, fmt.Errorf("runner: the payload must be {\"run_id\": \"…\"} or {\"run_id\": \"…\", \"child_id\": \"…\"}, not %.200q", payload)
+	}
+	if p.ChildID != "" {
+		return nil, r.RunChild(ctx, p.RunID, p.ChildID)
 	}
 	return nil, r.Run(ctx, p.RunID)
 }
@@ -145,15 +152,48 @@ func (r *Runner) Handle(ctx context.Context, payload []byte) ([]byte, error) {
 // when it handed the run to a new invocation before its deadline; an error
 // only when the environment is broken (the store unreachable), in which
 // case the run stays as its last committed step left it, for a retry.
-func (r *Runner) Run(ctx context.Context, runID string) error {
+func (r *Runner) Run(ctx context.Context, runID string) error { return r.execute(ctx, runID, "") }
+
+// RunChild is one invocation for the child agent childID of the run runID,
+// as Run is for a run: the child has a lease, steps and a checkpoint of its
+// own, so that it goes on whichever invocation the run's own agent is in.
+func (r *Runner) RunChild(ctx context.Context, runID, childID string) error {
+	return r.execute(ctx, runID, childID)
+}
+
+func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	holder := newHolder()
-	run, err := r.cfg.Store.AcquireLease(ctx, runID, holder, r.cfg.Lease)
+	st := r.cfg.Store
+	var run store.Run
+	var child *store.Child
+	var err error
+	if childID == "" {
+		run, err = st.AcquireLease(ctx, runID, holder, r.cfg.Lease)
+	} else {
+		var c store.Child
+		if c, err = st.AcquireChildLease(ctx, runID, childID, holder, r.cfg.Lease); err == nil {
+			child = &c
+			run, err = st.GetRun(ctx, runID)
+		}
+	}
 	if errors.Is(err, fault.RunLeaseHeld) {
-		r.log.Info("run is held by another invocation", "run_id", runID, "error", err)
+		r.log.Info("held by another invocation", "run_id", runID, "child_id", childID, "error", err)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
+	}
+	renew := func(ctx context.Context) error {
+		_, err := st.RenewLease(ctx, runID, holder, r.cfg.Lease)
+		return err
+	}
+	release := func(ctx context.Context) error { return st.ReleaseLease(ctx, runID, holder) }
+	if child != nil {
+		renew = func(ctx context.Context) error {
+			_, err := st.RenewChildLease(ctx, runID, childID, holder, r.cfg.Lease)
+			return err
+		}
+		release = func(ctx context.Context) error { return st.ReleaseChildLease(ctx, runID, childID, holder) }
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		// Keep time to hand the run over when a turn runs into the deadline.
@@ -163,23 +203,29 @@ func (r *Runner) Run(ctx context.Context, runID string) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	renewed := r.keepLease(ctx, cancel, runID, holder)
+	renewed := r.keepLease(ctx, cancel, renew, runID, childID)
 	unlease := sync.OnceFunc(func() {
 		cancel(nil)
 		<-renewed
 		// A fresh context: the invocation's may be done, the lease must go.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer rcancel()
-		if err := r.cfg.Store.ReleaseLease(rctx, runID, holder); err != nil && !errors.Is(err, fault.RunLeaseHeld) {
-			r.log.Warn("release the run's lease", "run_id", runID, "error", err)
+		if err := release(rctx); err != nil && !errors.Is(err, fault.RunLeaseHeld) {
+			r.log.Warn("release the lease", "run_id", runID, "child_id", childID, "error", err)
 		}
 	})
 	defer unlease()
-	x, err := r.load(ctx, run, holder, unlease)
+	var x *execution
+	if child != nil {
+		x, err = r.loadChild(ctx, run, *child, holder, unlease)
+	} else {
+		x, err = r.load(ctx, run, holder, unlease)
+	}
 	if err != nil || x == nil {
 		return err
 	}
-	if err := x.loop(ctx); !errors.Is(err, errHandedOver) {
+	x.stop = cancel
+	if err := x.loop(ctx); !errors.Is(err, errHandedOver) && !errors.Is(err, errChildGone) {
 		return err
 	}
 	return nil
@@ -187,7 +233,7 @@ func (r *Runner) Run(ctx context.Context, runID string) error {
 
 // keepLease renews the lease until ctx is done; losing it cancels ctx.
 // The returned channel closes when it has stopped.
-func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, runID, holder string) <-chan struct{} {
+func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, renew func(context.Context) error, runID, childID string) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -198,9 +244,9 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := r.cfg.Store.RenewLease(ctx, runID, holder, r.cfg.Lease); err != nil && ctx.Err() == nil {
-					r.log.Error("lost the run's lease", "run_id", runID, "error", err)
-					cancel(fmt.Errorf("lost the run's lease: %w", err))
+				if err := renew(ctx); err != nil && ctx.Err() == nil {
+					r.log.Error("lost the lease", "run_id", runID, "child_id", childID, "error", err)
+					cancel(fmt.Errorf("lost the lease: %w", err))
 					return
 				}
 			}
@@ -236,6 +282,13 @@ type execution struct {
 	folder folderState
 	// resumed says an earlier invocation committed steps of the run.
 	resumed bool
+	// child is the child agent this invocation executes; nil for the
+	// run's own agent.
+	child *store.Child
+	// childEnd ends the child with the next commit.
+	childEnd *store.ChildEnd
+	// stop cancels the invocation's work with a cause.
+	stop context.CancelCauseFunc
 }
 
 // load reads the run, its pinned Definition and its checkpoint. It returns
@@ -267,27 +320,45 @@ func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease
 			return nil, fmt.Errorf("runner: %w", err)
 		}
 	}
-	rev, err := r.cfg.Store.GetRevision(ctx, run.Fleet, run.Revision)
-	if err != nil {
-		return nil, fmt.Errorf("runner: %w", err)
-	}
-	if x.def, err = fleet.ParseJSON(rev.Definition); err != nil {
-		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition,
-			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", run.Revision, run.Fleet, err)})
-	}
-	if err := x.def.CheckAvailable(fleet.AvailableTools(r.cfg.Display)); err != nil {
-		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
-	}
-	if x.tools, err = newToolset(x.def); err != nil {
-		return nil, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+	if ok, err := x.loadDefinition(ctx, nil); !ok {
+		return nil, err
 	}
 	return x, nil
+}
+
+// loadDefinition reads the run's pinned Definition and the tools of the
+// agent: the Definition's, or a child's (tools). A Definition that cannot
+// run here ends the agent failed, saying why; ok is false then, and err
+// is the end's.
+func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool, err error) {
+	rev, err := x.r.cfg.Store.GetRevision(ctx, x.run.Fleet, x.run.Revision)
+	if err != nil {
+		return false, fmt.Errorf("runner: %w", err)
+	}
+	if x.def, err = fleet.ParseJSON(rev.Definition); err != nil {
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition,
+			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", x.run.Revision, x.run.Fleet, err)})
+	}
+	if err := x.def.CheckAvailable(fleet.AvailableTools(x.r.cfg.Display)); err != nil {
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+	}
+	if tools == nil {
+		tools = x.def.Tools
+	}
+	if x.tools, err = newToolset(x.def, tools); err != nil {
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+	}
+	return true, nil
 }
 
 // loop runs turns until the run ends or the deadline nears.
 func (x *execution) loop(ctx context.Context) error {
 	if x.step == 0 {
-		if err := x.start(ctx); err != nil {
+		start := x.start
+		if x.child != nil {
+			start = x.startChild
+		}
+		if err := start(ctx); err != nil {
 			return err
 		}
 	}
@@ -325,6 +396,16 @@ func (x *execution) watch(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if x.child != nil {
+					// A child's work stops at once: the tool call or model
+					// call under way is cancelled.
+					if x.childStopped(ctx) {
+						x.cancelled.Store(true)
+						x.stop(errChildStopped)
+						return
+					}
+					continue
+				}
 				if run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID); err == nil && run.Status == store.StatusCancelled {
 					x.cancelled.Store(true)
 					return
@@ -430,6 +511,8 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
 		return true, x.end(ctx, store.StatusCancelled, "", nil)
+	case errors.Is(err, store.ErrChildEnded):
+		return true, x.childGone(ctx)
 	case errors.Is(err, fault.RunBudgetSpent):
 		return true, x.budgetSpent(ctx, err)
 	}
@@ -442,6 +525,14 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 // still make it refuse.
 func (x *execution) affords(spend store.Budget) (string, bool) {
 	lim, used := x.run.Limits, x.run.Spent
+	if c := x.child; c != nil {
+		switch {
+		case c.Limits.ToolCalls > 0 && c.Spent.ToolCalls+spend.ToolCalls > c.Limits.ToolCalls:
+			return fmt.Sprintf("child %s has %d of the %d tool calls of its share left and the model asked for %d", c.ID, c.Limits.ToolCalls-c.Spent.ToolCalls, c.Limits.ToolCalls, spend.ToolCalls), false
+		case c.Limits.Tokens > 0 && c.Spent.Tokens+spend.Tokens > c.Limits.Tokens:
+			return fmt.Sprintf("child %s has %d of the %d tokens of its share left and the last model call used %d", c.ID, max(c.Limits.Tokens-c.Spent.Tokens, 0), c.Limits.Tokens, spend.Tokens), false
+		}
+	}
 	switch {
 	case lim.ToolCalls > 0 && used.ToolCalls+spend.ToolCalls > lim.ToolCalls:
 		return fmt.Sprintf("run %s has %d of %d tool calls left and the model asked for %d", x.run.ID, lim.ToolCalls-used.ToolCalls, lim.ToolCalls, spend.ToolCalls), false
@@ -455,22 +546,32 @@ func (x *execution) affords(spend store.Budget) (string, bool) {
 // and condition, and events.
 func (x *execution) commit(ctx context.Context, st store.Step, events ...store.NewEvent) error {
 	next := x.step + 1
-	data, err := x.r.encode(ctx, x.run.ID, next, x.st)
+	data, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
 	if err != nil {
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
 	st.Holder, st.Number, st.Checkpoint, st.Events = x.holder, next, data, events
-	first, err := x.r.cfg.Store.CommitStep(ctx, x.run.ID, st)
+	var first int64
+	if x.child != nil {
+		st.WhileRunning = false // implied for a child
+		first, err = x.r.cfg.Store.CommitChildStep(ctx, x.run.ID, x.child.ID, store.ChildStep{Step: st, End: x.childEnd})
+	} else {
+		first, err = x.r.cfg.Store.CommitStep(ctx, x.run.ID, st)
+	}
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
 	x.step = next
 	x.run.Spent.Tokens += st.Spend.Tokens
 	x.run.Spent.ToolCalls += st.Spend.ToolCalls
+	if x.child != nil {
+		x.child.Spent.Tokens += st.Spend.Tokens
+		x.child.Spent.ToolCalls += st.Spend.ToolCalls
+	}
 	if x.r.cfg.Observer != nil {
 		at := x.r.cfg.Now().UTC().Format(time.RFC3339Nano)
 		for i, ev := range events {
-			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Data: ev.Data}})
+			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Agent: x.agentID(), Data: ev.Data}})
 		}
 	}
 	return nil
@@ -483,6 +584,9 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 // spend is the last model call's tokens, when that call is what ended the
 // run: a budget that call itself spent ends it failed, saying so.
 func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
+	if x.child != nil {
+		return x.endChild(ctx, status, answer, runErr, spend...)
+	}
 	ended := &RunEnded{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}
 	if len(answer) > MaxEventAnswer {
 		ended.Answer, ended.AnswerTruncated = cutUTF8(answer, MaxEventAnswer), true
@@ -492,7 +596,9 @@ func (x *execution) end(ctx context.Context, status store.Status, answer string,
 	if len(spend) > 0 {
 		b = spend[0]
 	}
-	// The folder is saved before run.ended, which stays the last event.
+	// Children still working end interrupted, and the folder is saved,
+	// before run.ended, which stays the last event.
+	x.interruptAll(ctx)
 	events := append(x.saveFolder(ctx), newEvent(EventRunEnded, ended))
 	err := x.commit(ctx, store.Step{Spend: b}, events...)
 	if errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}) {
@@ -511,7 +617,7 @@ func (x *execution) budgetSpent(ctx context.Context, err error) error {
 	if errors.As(err, &fe) {
 		msg = fe.Msg
 	}
-	x.st.Ended = nil
+	x.st.Ended, x.childEnd = nil, nil
 	return x.end(ctx, store.StatusFailed, "", &RunError{Code: fault.RunBudgetSpent.ID(), Message: msg})
 }
 
@@ -545,6 +651,12 @@ func (x *execution) interrupted(ctx context.Context, cause error) error {
 	if errors.Is(cause, context.DeadlineExceeded) {
 		return x.handOver(ctx)
 	}
+	if errors.Is(cause, errChildStopped) {
+		if err := x.end(context.WithoutCancel(ctx), store.StatusCancelled, "", nil); err != nil {
+			return err
+		}
+		return errChildGone
+	}
 	return fmt.Errorf("runner: run %s stopped after step %d: %w", x.run.ID, x.step, cause)
 }
 
@@ -555,13 +667,13 @@ func (x *execution) interrupted(ctx context.Context, cause error) error {
 // found the lease still held would take it for a duplicate and stop.
 func (x *execution) handOver(ctx context.Context) error {
 	x.unlease()
-	payload, _ := json.Marshal(Payload{RunID: x.run.ID})
+	payload, _ := json.Marshal(Payload{RunID: x.run.ID, ChildID: x.agentID()})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := x.r.cfg.Invoker.Start(sctx, invoke.Runner, payload); err != nil {
 		return fmt.Errorf("runner: hand run %s over to a new invocation: %w", x.run.ID, err)
 	}
-	x.r.log.Info("handed the run over before the deadline", "run_id", x.run.ID, "step", x.step)
+	x.r.log.Info("handed over before the deadline", "run_id", x.run.ID, "child_id", x.agentID(), "step", x.step)
 	return errHandedOver
 }
 
@@ -599,10 +711,23 @@ func (x *execution) modelID() string {
 func (x *execution) system() string {
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(x.def.Instructions))
-	fmt.Fprintf(&b, "\n\nYou are the agent of the fleet %q, run by agentsfleet. This run was started from %s on %s.",
-		x.def.Name, x.run.Source, x.run.CreatedAt.UTC().Format("Monday 2 January 2006, 15:04 UTC"))
+	if x.child != nil {
+		fmt.Fprintf(&b, "\n\nYou are a child agent in a run of the fleet %q, run by agentsfleet: another agent of the run started you to do one task, the first message. You do not see its conversation; you share the run's sandbox, files and budget.",
+			x.def.Name)
+	} else {
+		fmt.Fprintf(&b, "\n\nYou are the agent of the fleet %q, run by agentsfleet. This run was started from %s on %s.",
+			x.def.Name, x.run.Source, x.run.CreatedAt.UTC().Format("Monday 2 January 2006, 15:04 UTC"))
+	}
 	places := launch.Places{Workdir: x.def.Workdir, Agent: launch.DefaultAgent}
-	if p, ok := x.r.cfg.Sandboxes.(launch.Placer); ok {
+	x.mu.Lock()
+	sb := x.sandbox
+	x.mu.Unlock()
+	switch p, ok := x.r.cfg.Sandboxes.(launch.Placer); {
+	case sb != nil && sb.Places != (launch.Places{}):
+		// A sandbox whose folders are known once it is had (a warm local
+		// one): from the turn after, the prompt names them.
+		places = sb.Places
+	case ok:
 		places = p.Places(x.spec())
 	}
 	fmt.Fprintf(&b, " Your working directory is %s", places.Workdir)
@@ -610,13 +735,17 @@ func (x *execution) system() string {
 		fmt.Fprintf(&b, "; the fleet's folder %s keeps files from one run to the next", places.Agent)
 	}
 	b.WriteString(".")
-	b.WriteString(" Use the tools to do the work. When you are done, answer with your final message and no tool call: that answer is what the person who started the run receives.")
+	if x.child != nil {
+		b.WriteString(" Use the tools to do the task. When you are done, answer with your final message and no tool call: that answer is what the agent that started you receives.")
+	} else {
+		b.WriteString(" Use the tools to do the work. When you are done, answer with your final message and no tool call: that answer is what the person who started the run receives.")
+	}
 	return b.String()
 }
 
 func (x *execution) note(n Note) {
 	if x.r.cfg.Observer != nil {
-		n.RunID = x.run.ID
+		n.RunID, n.Agent = x.run.ID, x.agentID()
 		x.r.cfg.Observer(n)
 	}
 }

@@ -46,9 +46,10 @@ type blobRef struct {
 // room left for the item's other attributes.
 const maxInlineState = store.MaxBlobBytes - 1024
 
-// encode returns the checkpoint data for s at step: the state itself, or
+// encode returns the checkpoint data for s at step (its blob, if any,
+// under prefix): the state itself, or
 // a pointer to the blob it was written to.
-func (r *Runner) encode(ctx context.Context, runID string, step int64, s *state) ([]byte, error) {
+func (r *Runner) encode(ctx context.Context, prefix string, step int64, s *state) ([]byte, error) {
 	s.V = stateVersion
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -60,7 +61,7 @@ func (r *Runner) encode(ctx context.Context, runID string, step int64, s *state)
 	if r.cfg.Blobs == nil {
 		return nil, fmt.Errorf("the checkpoint of step %d is %d bytes, more than a DynamoDB item holds, and no checkpoint bucket is configured", step, len(data))
 	}
-	key := fmt.Sprintf("checkpoints/%s/%012d.json", runID, step)
+	key := fmt.Sprintf("%s/%012d.json", prefix, step)
 	if err := r.cfg.Blobs.Put(ctx, key, data); err != nil {
 		return nil, fmt.Errorf("write the checkpoint of step %d to %s: %w", step, key, err)
 	}

@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,11 +42,40 @@ type Child struct {
 	ParentID string // empty: started by the run's top-level agent
 	Depth    int    // 1 for a child, 2 for a grandchild
 	Task     string
-	Tools    []string
-	Status   ChildStatus
-	Result   string
+	// Tools, Secrets and Hosts are what the child holds: its tools, the
+	// names of the fleet's secrets its web tools may use and the entries of
+	// the fleet's host list they may reach.
+	Tools, Secrets, Hosts []string
+	Status                ChildStatus
+	Result                string
+	// Limits is the child's share of the run's budget (a zero figure: no
+	// share of its own, the run's budget only); Spent is what the child and
+	// its own children spent.
+	Limits, Spent Budget
 	// StartedAt and EndedAt (zero while running).
 	StartedAt, EndedAt time.Time
+	// CheckpointStep is the child's last committed step (0: none).
+	CheckpointStep int64
+	// LeaseHolder holds the child's lease until LeaseUntil; empty when free.
+	LeaseHolder string
+	LeaseUntil  time.Time
+}
+
+// NewChild is what StartChild needs.
+type NewChild struct {
+	RunID string
+	// ParentID is empty for a child of the run's top-level agent (depth 1),
+	// the id of a running child for a grandchild (depth 2).
+	ParentID string
+	Task     string
+	// Tools, Secrets and Hosts as Child's, already resolved by the caller
+	// against what the parent holds.
+	Tools, Secrets, Hosts []string
+	// Limits is the child's share of the run's budget; zero figures set none.
+	Limits Budget
+	// Key, when set, makes the start safe to retry: a start with a key the
+	// run already used returns the child it started, starting nothing.
+	Key string
 }
 
 type childRecord struct {
@@ -54,17 +87,37 @@ type childRecord struct {
 	Depth     int         `dynamodbav:"depth"`
 	Task      string      `dynamodbav:"task"`
 	Tools     []string    `dynamodbav:"tools,omitempty"`
+	Secrets   []string    `dynamodbav:"secrets,omitempty"`
+	Hosts     []string    `dynamodbav:"hosts,omitempty"`
+	Key       string      `dynamodbav:"key,omitempty"`
 	Status    ChildStatus `dynamodbav:"status"`
 	Result    string      `dynamodbav:"result,omitempty"`
 	StartedAt time.Time   `dynamodbav:"startedAt"`
 	EndedAt   *time.Time  `dynamodbav:"endedAt,omitempty"`
+	// The child's share, kept as the run item keeps the run's budget.
+	TokLimit  int64 `dynamodbav:"tokLimit"`
+	CallLimit int64 `dynamodbav:"callLimit"`
+	TokUsed   int64 `dynamodbav:"tokUsed"`
+	CallUsed  int64 `dynamodbav:"callUsed"`
+	TokLeft   int64 `dynamodbav:"tokLeft"`
+	CallLeft  int64 `dynamodbav:"callLeft"`
+	// The child's own execution: its lease and last committed step.
+	CkptStep   int64  `dynamodbav:"ckptStep"`
+	Holder     string `dynamodbav:"leaseHolder,omitempty"`
+	LeaseUntil int64  `dynamodbav:"leaseUntil,omitempty"` // Unix ms
 }
 
 func (r childRecord) child() Child {
-	c := Child{ID: r.ID, RunID: r.RunID, ParentID: r.ParentID, Depth: r.Depth, Task: r.Task, Tools: r.Tools,
-		Status: r.Status, Result: r.Result, StartedAt: r.StartedAt}
+	c := Child{ID: r.ID, RunID: r.RunID, ParentID: r.ParentID, Depth: r.Depth, Task: r.Task,
+		Tools: r.Tools, Secrets: r.Secrets, Hosts: r.Hosts, Status: r.Status, Result: r.Result,
+		Limits:    Budget{Tokens: r.TokLimit, ToolCalls: r.CallLimit},
+		Spent:     Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
+		StartedAt: r.StartedAt, CheckpointStep: r.CkptStep, LeaseHolder: r.Holder}
 	if r.EndedAt != nil {
 		c.EndedAt = *r.EndedAt
+	}
+	if r.LeaseUntil != 0 {
+		c.LeaseUntil = time.UnixMilli(r.LeaseUntil).UTC()
 	}
 	return c
 }
@@ -88,44 +141,85 @@ func (s *Store) getChild(ctx context.Context, runID, childID string) (childRecor
 	return r, err
 }
 
-// StartChild starts a child agent of the run: parentID empty for a child of
-// the run's top-level agent (depth 1), or the id of a running child for a
-// grandchild (depth 2). The run must be running (ErrRunEnded otherwise).
+// childFrom reads old, an item a failed condition returned, or the child
+// when DynamoDB returned none.
+func (s *Store) childFrom(ctx context.Context, runID, childID string, old map[string]types.AttributeValue) (childRecord, error) {
+	if old == nil {
+		return s.getChild(ctx, runID, childID)
+	}
+	var r childRecord
+	return r, unmarshal(old, &r)
+}
+
+// childID returns the id of a child started with key: the same key of the
+// same run always names the same child.
+func childID(runID, key string) string {
+	sum := sha256.Sum256([]byte(runID + "\x00" + key))
+	return "child_" + strings.ToUpper(hex.EncodeToString(sum[:13]))
+}
+
+// StartChild starts a child agent of the run, as nc says. The run must be
+// running (ErrRunEnded otherwise). It returns the child and whether this
+// call started it: false when nc.Key was used before, and the child it
+// started then comes back.
 //
 // One transaction counts the child on the run item and writes it, so the
 // caps hold whatever races: past MaxChildrenRunning working at once or
 // MaxChildrenTotal in all it fails with fault.ChildCapReached; a parent at
-// depth 2 fails with fault.ChildDepth; a parentID the run never issued with
+// depth 2 fails with fault.ChildDepth; a ParentID the run never issued with
 // fault.ChildNotFound, and a parent that has ended with ErrChildEnded.
-// Checking tools against the parent's (child_tool_not_held) is the caller's.
-func (s *Store) StartChild(ctx context.Context, runID, parentID, task string, tools []string) (Child, error) {
-	c, err := s.startChild(ctx, runID, parentID, task, tools)
+// Checking tools, secrets and hosts against the parent's
+// (child_tool_not_held) is the caller's.
+func (s *Store) StartChild(ctx context.Context, nc NewChild) (Child, bool, error) {
+	c, created, err := s.startChild(ctx, nc)
 	if err != nil {
-		return Child{}, fmt.Errorf("start child of run %s: %w", runID, err)
+		return Child{}, false, fmt.Errorf("start child of run %s: %w", nc.RunID, err)
 	}
-	return c, nil
+	return c, created, nil
 }
 
-func (s *Store) startChild(ctx context.Context, runID, parentID, task string, tools []string) (Child, error) {
-	if len(task) > MaxBlobBytes {
-		return Child{}, fmt.Errorf("task of %d bytes: %w", len(task), ErrTooLarge)
+func (s *Store) startChild(ctx context.Context, nc NewChild) (Child, bool, error) {
+	runID, parentID := nc.RunID, nc.ParentID
+	if size := len(nc.Task) + len(strings.Join(nc.Tools, "")) + len(strings.Join(nc.Secrets, "")) + len(strings.Join(nc.Hosts, "")); size > MaxBlobBytes {
+		return Child{}, false, fmt.Errorf("task and lists of %d bytes: %w", size, ErrTooLarge)
+	}
+	if nc.Limits.Tokens < 0 || nc.Limits.ToolCalls < 0 {
+		return Child{}, false, fault.New(fault.RequestInvalid, "a child's share of the budget cannot be negative")
+	}
+	if nc.Key != "" {
+		if r, err := s.getChild(ctx, runID, childID(runID, nc.Key)); err == nil {
+			return r.child(), false, nil
+		} else if !errors.Is(err, fault.ChildNotFound) {
+			return Child{}, false, err
+		}
 	}
 	depth := 1
 	if parentID != "" {
 		p, err := s.getChild(ctx, runID, parentID)
 		if err != nil {
-			return Child{}, err
+			return Child{}, false, err
 		}
 		if p.Depth >= MaxChildDepth {
-			return Child{}, fault.New(fault.ChildDepth, "child %s is at depth %d; child agents nest %d levels deep", parentID, p.Depth, MaxChildDepth)
+			return Child{}, false, fault.New(fault.ChildDepth, "child %s is at depth %d; child agents nest %d levels deep", parentID, p.Depth, MaxChildDepth)
 		}
 		depth = p.Depth + 1
 	}
 	var rec childRecord
+	created := true
 	err := s.retry(ctx, func() error {
 		now := s.now().UTC()
 		rec = childRecord{PK: prefixRun + runID, ID: newID("child_", now), RunID: runID, ParentID: parentID, Depth: depth,
-			Task: task, Tools: tools, Status: ChildRunning, StartedAt: now}
+			Task: nc.Task, Tools: nc.Tools, Secrets: nc.Secrets, Hosts: nc.Hosts, Key: nc.Key, Status: ChildRunning, StartedAt: now,
+			TokLimit: nc.Limits.Tokens, CallLimit: nc.Limits.ToolCalls, TokLeft: nc.Limits.Tokens, CallLeft: nc.Limits.ToolCalls}
+		if nc.Key != "" {
+			rec.ID = childID(runID, nc.Key)
+		}
+		if rec.TokLeft == 0 {
+			rec.TokLeft = unlimited
+		}
+		if rec.CallLeft == 0 {
+			rec.CallLeft = unlimited
+		}
 		rec.SK = prefixChild + rec.ID
 		item, err := marshal(rec)
 		if err != nil {
@@ -142,7 +236,8 @@ func (s *Store) startChild(ctx context.Context, runID, parentID, task string, to
 				ExpressionAttributeValues:           re.valueMap(),
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 			{Put: &types.Put{TableName: &s.table, Item: item,
-				ConditionExpression: aws.String("attribute_not_exists(" + ce.n(AttrPK) + ")"), ExpressionAttributeNames: ce.nameMap()}},
+				ConditionExpression: aws.String("attribute_not_exists(" + ce.n(AttrPK) + ")"), ExpressionAttributeNames: ce.nameMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
 		}
 		if parentID != "" {
 			pe := newExpr()
@@ -154,6 +249,18 @@ func (s *Store) startChild(ctx context.Context, runID, parentID, task string, to
 		}
 		err = s.transact(ctx, items)
 		if reasons, ok := canceled(err); ok {
+			if old, failed := reasonFailed(reasons, 1); failed {
+				if nc.Key == "" {
+					return errRetry // id collision: 80 random bits make this theoretical
+				}
+				// Started meanwhile by a retry with the same key.
+				prev, err := s.childFrom(ctx, runID, rec.ID, old)
+				if err != nil {
+					return err
+				}
+				rec, created = prev, false
+				return nil
+			}
 			if old, failed := reasonFailed(reasons, 0); failed {
 				cur, err := s.runFrom(ctx, runID, old)
 				switch {
@@ -171,76 +278,120 @@ func (s *Store) startChild(ctx context.Context, runID, parentID, task string, to
 			if _, failed := reasonFailed(reasons, 2); failed {
 				return fmt.Errorf("parent child %s: %w", parentID, ErrChildEnded)
 			}
-			if _, failed := reasonFailed(reasons, 1); failed {
-				return errRetry // id collision: 80 random bits make this theoretical
-			}
 		}
 		return err
 	})
 	if err != nil {
-		return Child{}, err
+		return Child{}, false, err
 	}
-	return rec.child(), nil
+	return rec.child(), created, nil
 }
 
 // FinishChild ends a running child with status (done, failed or
-// interrupted) and an optional result, and stops counting it as working on
-// the run, in one transaction. A child that has already ended fails with
-// ErrChildEnded; an id the run never issued with fault.ChildNotFound.
-func (s *Store) FinishChild(ctx context.Context, runID, childID string, status ChildStatus, result string) (Child, error) {
-	c, err := s.finishChild(ctx, runID, childID, status, result)
+// interrupted) and an optional result, stops counting it as working on the
+// run, and appends events to the run's log, in one transaction. It returns
+// the child as it ended and the sequence number of the first event (0 with
+// none). A child that has already ended fails with ErrChildEnded (and
+// nothing is appended); an id the run never issued with
+// fault.ChildNotFound.
+func (s *Store) FinishChild(ctx context.Context, runID, childID string, status ChildStatus, result string, events ...NewEvent) (Child, int64, error) {
+	c, seq, err := s.finishChild(ctx, runID, childID, status, result, events)
 	if err != nil {
-		return Child{}, fmt.Errorf("finish child %s of run %s: %w", childID, runID, err)
+		return Child{}, 0, fmt.Errorf("finish child %s of run %s: %w", childID, runID, err)
 	}
-	return c, nil
+	return c, seq, nil
 }
 
-func (s *Store) finishChild(ctx context.Context, runID, childID string, status ChildStatus, result string) (Child, error) {
-	if status != ChildDone && status != ChildFailed && status != ChildInterrupted {
-		return Child{}, fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, not %q", status)
+func (s *Store) finishChild(ctx context.Context, runID, childID string, status ChildStatus, result string, events []NewEvent) (Child, int64, error) {
+	if !status.final() {
+		return Child{}, 0, fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, not %q", status)
 	}
 	if len(result) > MaxBlobBytes {
-		return Child{}, fmt.Errorf("result of %d bytes: %w", len(result), ErrTooLarge)
+		return Child{}, 0, fmt.Errorf("result of %d bytes: %w", len(result), ErrTooLarge)
 	}
 	if childID == "" {
-		return Child{}, fault.ChildNotFound
+		return Child{}, 0, fault.ChildNotFound
 	}
-	now := s.now().UTC()
-	ce, re := newExpr(), newExpr()
-	set := "SET " + ce.n("status") + " = " + ce.s(string(status)) + ", " + ce.n("endedAt") + " = " + ce.t(now)
-	if result != "" {
-		set += ", " + ce.n("result") + " = " + ce.s(result)
+	if err := checkEvents(events); err != nil {
+		return Child{}, 0, err
 	}
-	running := re.n("kidsRun")
-	err := s.transact(ctx, []types.TransactWriteItem{
-		{Update: &types.Update{TableName: &s.table, Key: childKey(runID, childID),
-			UpdateExpression:                    aws.String(set),
-			ConditionExpression:                 aws.String("attribute_exists(" + ce.n(AttrPK) + ") AND " + ce.n("status") + " = " + ce.s(string(ChildRunning))),
-			ExpressionAttributeNames:            ce.nameMap(),
-			ExpressionAttributeValues:           ce.valueMap(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
-			UpdateExpression:          aws.String("SET " + running + " = " + running + " - " + re.i(1)),
-			ConditionExpression:       aws.String(running + " > " + re.i(0)),
-			ExpressionAttributeNames:  re.nameMap(),
-			ExpressionAttributeValues: re.valueMap()}},
-	})
-	if reasons, ok := canceled(err); ok {
-		if old, failed := reasonFailed(reasons, 0); failed {
-			if old == nil {
-				if _, err := s.getChild(ctx, runID, childID); err != nil {
-					return Child{}, err
+	var first int64
+	err := s.retry(ctx, func() error {
+		var last int64
+		if len(events) > 0 {
+			var err error
+			if last, err = s.hint(ctx, runID); err != nil {
+				return err
+			}
+		}
+		now := s.now().UTC()
+		ce, re := newExpr(), newExpr()
+		set := "SET " + ce.n("status") + " = " + ce.s(string(status)) + ", " + ce.n("endedAt") + " = " + ce.t(now)
+		if result != "" {
+			set += ", " + ce.n("result") + " = " + ce.s(result)
+		}
+		running := re.n("kidsRun")
+		update := "SET " + running + " = " + running + " - " + re.i(1)
+		cond := running + " > " + re.i(0)
+		if len(events) > 0 {
+			seq := re.n("evtSeq")
+			update += ", " + seq + " = " + re.i(last+int64(len(events)))
+			cond += " AND " + seq + " = " + re.i(last)
+		}
+		puts, err := s.eventPuts(runID, last+1, events, now)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, append([]types.TransactWriteItem{
+			{Update: &types.Update{TableName: &s.table, Key: childKey(runID, childID),
+				UpdateExpression:                    aws.String(set),
+				ConditionExpression:                 aws.String("attribute_exists(" + ce.n(AttrPK) + ") AND " + ce.n("status") + " = " + ce.s(string(ChildRunning))),
+				ExpressionAttributeNames:            ce.nameMap(),
+				ExpressionAttributeValues:           ce.valueMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
+				UpdateExpression:                    aws.String(update),
+				ConditionExpression:                 aws.String(cond),
+				ExpressionAttributeNames:            re.nameMap(),
+				ExpressionAttributeValues:           re.valueMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+		}, puts...))
+		if reasons, ok := canceled(err); ok {
+			if old, failed := reasonFailed(reasons, 0); failed {
+				if old == nil {
+					if _, err := s.getChild(ctx, runID, childID); err != nil {
+						return err
+					}
+				}
+				return ErrChildEnded
+			}
+			if old, failed := reasonFailed(reasons, 1); failed && len(events) > 0 {
+				cur, err := s.runFrom(ctx, runID, old)
+				if err != nil {
+					return err
+				}
+				if cur.EvtSeq != last {
+					s.setHint(runID, cur.EvtSeq)
+					return errRetry
 				}
 			}
-			return Child{}, ErrChildEnded
 		}
-	}
+		if err == nil && len(events) > 0 {
+			s.setHint(runID, last+int64(len(events)))
+			first = last + 1
+		}
+		return err
+	})
 	if err != nil {
-		return Child{}, err
+		return Child{}, 0, err
 	}
 	// The transaction returns nothing; read the child back.
 	rec, err := s.getChild(ctx, runID, childID)
-	return rec.child(), err
+	return rec.child(), first, err
+}
+
+func (st ChildStatus) final() bool {
+	return st == ChildDone || st == ChildFailed || st == ChildInterrupted
 }
 
 // GetChild returns a child of the run; an id this run never issued (one
@@ -288,30 +439,44 @@ func (s *Store) ListChildren(ctx context.Context, runID string) ([]Child, error)
 			return nil, fmt.Errorf("list children of run %s: %w", runID, err)
 		}
 	}
+	// Ids started with a key do not sort by time.
+	slices.SortStableFunc(kids, func(a, b Child) int {
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	return kids, nil
 }
 
 // InterruptRunningChildren ends every child of the run that is still working
-// as interrupted and returns how many it ended. Call it when a run ends.
-// Children that end on their own meanwhile are left as they ended.
-func (s *Store) InterruptRunningChildren(ctx context.Context, runID string) (int, error) {
+// as interrupted, each with the events ended returns for it (given the
+// child as it ends, nil for none), and returns the children it ended. Call
+// it when a run ends. Children that end on their own meanwhile are left as
+// they ended.
+func (s *Store) InterruptRunningChildren(ctx context.Context, runID string, ended func(Child) []NewEvent) ([]Child, error) {
 	kids, err := s.ListChildren(ctx, runID)
 	if err != nil {
-		return 0, fmt.Errorf("interrupt children of run %s: %w", runID, err)
+		return nil, fmt.Errorf("interrupt children of run %s: %w", runID, err)
 	}
-	n := 0
+	var out []Child
 	for _, c := range kids {
 		if c.Status != ChildRunning {
 			continue
 		}
-		_, err := s.finishChild(ctx, runID, c.ID, ChildInterrupted, "")
+		var evs []NewEvent
+		if ended != nil {
+			c.Status = ChildInterrupted
+			evs = ended(c)
+		}
+		done, _, err := s.finishChild(ctx, runID, c.ID, ChildInterrupted, "", evs)
 		if errors.Is(err, ErrChildEnded) {
 			continue
 		}
 		if err != nil {
-			return n, fmt.Errorf("interrupt child %s of run %s: %w", c.ID, runID, err)
+			return out, fmt.Errorf("interrupt child %s of run %s: %w", c.ID, runID, err)
 		}
-		n++
+		out = append(out, done)
 	}
-	return n, nil
+	return out, nil
 }

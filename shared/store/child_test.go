@@ -19,15 +19,15 @@ func TestChildren(t *testing.T) {
 	r := e.running(t, "ops")
 	other := e.running(t, "ops")
 
-	c1, err := e.StartChild(ctx, r.ID, "", "look into the failing test", []string{"read", "grep"})
+	c1, err := startChild(e, r.ID, "", "look into the failing test", []string{"read", "grep"})
 	if err != nil || c1.Depth != 1 || c1.Status != store.ChildRunning || c1.RunID != r.ID || len(c1.Tools) != 2 {
 		t.Fatalf("StartChild = %+v, %v; want a running child at depth 1", c1, err)
 	}
-	c2, err := e.StartChild(ctx, r.ID, c1.ID, "read the log", nil)
+	c2, err := startChild(e, r.ID, c1.ID, "read the log", nil)
 	if err != nil || c2.Depth != 2 || c2.ParentID != c1.ID {
 		t.Fatalf("StartChild(grandchild) = %+v, %v; want depth 2 under %s", c2, err, c1.ID)
 	}
-	otherChild, err := e.StartChild(ctx, other.ID, "", "elsewhere", nil)
+	otherChild, err := startChild(e, other.ID, "", "elsewhere", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestChildren(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := e.StartChild(ctx, tt.runID, tt.parent, "task", nil)
+			_, err := startChild(e, tt.runID, tt.parent, "task", nil)
 			wantCode(t, err, tt.want)
 		})
 	}
@@ -60,18 +60,18 @@ func TestChildren(t *testing.T) {
 	_, err = e.GetChild(ctx, "run_nope", c1.ID)
 	wantCode(t, err, fault.RunNotFound)
 
-	done, err := e.FinishChild(ctx, r.ID, c2.ID, store.ChildDone, "the log says OOM")
+	done, _, err := e.FinishChild(ctx, r.ID, c2.ID, store.ChildDone, "the log says OOM")
 	if err != nil || done.Status != store.ChildDone || done.Result != "the log says OOM" || done.EndedAt.IsZero() {
 		t.Fatalf("FinishChild = %+v, %v", done, err)
 	}
-	if _, err := e.FinishChild(ctx, r.ID, c2.ID, store.ChildFailed, ""); !errors.Is(err, store.ErrChildEnded) {
+	if _, _, err := e.FinishChild(ctx, r.ID, c2.ID, store.ChildFailed, ""); !errors.Is(err, store.ErrChildEnded) {
 		t.Fatalf("FinishChild twice = %v, want ErrChildEnded", err)
 	}
-	_, err = e.FinishChild(ctx, r.ID, otherChild.ID, store.ChildDone, "")
+	_, _, err = e.FinishChild(ctx, r.ID, otherChild.ID, store.ChildDone, "")
 	wantCode(t, err, fault.ChildNotFound)
-	_, err = e.FinishChild(ctx, r.ID, c1.ID, "running", "")
+	_, _, err = e.FinishChild(ctx, r.ID, c1.ID, "running", "")
 	wantCode(t, err, fault.RequestInvalid)
-	if _, err := e.StartChild(ctx, r.ID, c2.ID, "from a finished parent", nil); !errors.Is(err, fault.ChildDepth) {
+	if _, err := startChild(e, r.ID, c2.ID, "from a finished parent", nil); !errors.Is(err, fault.ChildDepth) {
 		t.Fatalf("StartChild under a depth-2 child = %v, want child_depth_reached", err)
 	}
 	if run, _ := e.GetRun(ctx, r.ID); run.ChildrenRunning != 1 || run.ChildrenStarted != 2 {
@@ -79,18 +79,18 @@ func TestChildren(t *testing.T) {
 	}
 
 	// A child that ended cannot start children.
-	c3, _ := e.StartChild(ctx, r.ID, "", "short", nil)
-	if _, err := e.FinishChild(ctx, r.ID, c3.ID, store.ChildFailed, ""); err != nil {
+	c3, _ := startChild(e, r.ID, "", "short", nil)
+	if _, _, err := e.FinishChild(ctx, r.ID, c3.ID, store.ChildFailed, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.StartChild(ctx, r.ID, c3.ID, "orphan", nil); !errors.Is(err, store.ErrChildEnded) {
+	if _, err := startChild(e, r.ID, c3.ID, "orphan", nil); !errors.Is(err, store.ErrChildEnded) {
 		t.Fatalf("StartChild under an ended parent = %v, want ErrChildEnded", err)
 	}
 
 	// When the run ends, the children still working end interrupted.
-	n, err := e.InterruptRunningChildren(ctx, r.ID)
-	if err != nil || n != 1 {
-		t.Fatalf("InterruptRunningChildren = %d, %v; want 1 (c1)", n, err)
+	ended, err := e.InterruptRunningChildren(ctx, r.ID, nil)
+	if err != nil || len(ended) != 1 || ended[0].ID != c1.ID {
+		t.Fatalf("InterruptRunningChildren = %+v, %v; want c1", ended, err)
 	}
 	kids, err := e.ListChildren(ctx, r.ID)
 	if err != nil || len(kids) != 3 {
@@ -108,9 +108,15 @@ func TestChildren(t *testing.T) {
 
 	// A run that is not running starts no children.
 	queued := e.run(t, "ops", false)
-	if _, err := e.StartChild(ctx, queued.ID, "", "early", nil); !errors.Is(err, store.ErrRunEnded) {
+	if _, err := startChild(e, queued.ID, "", "early", nil); !errors.Is(err, store.ErrRunEnded) {
 		t.Fatalf("StartChild of a queued run = %v, want ErrRunEnded", err)
 	}
+}
+
+// startChild starts a child with no share, secrets or hosts, and no key.
+func startChild(e *env, runID, parentID, task string, tools []string) (store.Child, error) {
+	c, _, err := e.StartChild(ctx, store.NewChild{RunID: runID, ParentID: parentID, Task: task, Tools: tools})
+	return c, err
 }
 
 func TestConcurrentChildrenRespectCaps(t *testing.T) {
@@ -121,7 +127,7 @@ func TestConcurrentChildrenRespectCaps(t *testing.T) {
 
 	// 10 at once: exactly 4 start, 6 hit the running cap.
 	errs := make([]error, 10)
-	parallel(len(errs), func(i int) { _, errs[i] = e.StartChild(ctx, r.ID, "", "task", nil) })
+	parallel(len(errs), func(i int) { _, errs[i] = startChild(e, r.ID, "", "task", nil) })
 	started := 0
 	for _, err := range errs {
 		if err == nil {
@@ -170,7 +176,7 @@ func TestConcurrentChildrenRespectCaps(t *testing.T) {
 					time.Sleep(time.Millisecond) // nothing to finish yet
 					continue
 				}
-				if _, err := e.FinishChild(ctx, r.ID, id, store.ChildDone, ""); err != nil {
+				if _, _, err := e.FinishChild(ctx, r.ID, id, store.ChildDone, ""); err != nil {
 					t.Errorf("FinishChild: %v", err)
 				}
 			}
@@ -178,7 +184,7 @@ func TestConcurrentChildrenRespectCaps(t *testing.T) {
 	}
 	parallel(10, func(int) {
 		for range 6 {
-			c, err := e.StartChild(ctx, r.ID, "", "task", nil)
+			c, err := startChild(e, r.ID, "", "task", nil)
 			if err != nil {
 				if !errors.Is(err, fault.ChildCapReached) {
 					t.Errorf("StartChild: %v", err)

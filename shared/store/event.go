@@ -18,12 +18,17 @@ type Event struct {
 	Type string
 	Data []byte // JSON, by convention; secrets already replaced by the caller
 	At   time.Time
+	// Agent is the child agent whose step wrote it; empty for the run's
+	// own agent.
+	Agent string
 }
 
 // NewEvent is an event to append.
 type NewEvent struct {
 	Type string
 	Data []byte
+	// Agent is the child agent writing it; empty for the run's own agent.
+	Agent string
 }
 
 // maxEventsPerWrite keeps a transaction within DynamoDB's 100 items, with
@@ -31,12 +36,17 @@ type NewEvent struct {
 const maxEventsPerWrite = 90
 
 type eventRecord struct {
-	PK   string    `dynamodbav:"pk"`
-	SK   string    `dynamodbav:"sk"`
-	Seq  int64     `dynamodbav:"seq"`
-	Type string    `dynamodbav:"type"`
-	Data []byte    `dynamodbav:"data,omitempty"`
-	At   time.Time `dynamodbav:"at"`
+	PK    string    `dynamodbav:"pk"`
+	SK    string    `dynamodbav:"sk"`
+	Seq   int64     `dynamodbav:"seq"`
+	Type  string    `dynamodbav:"type"`
+	Data  []byte    `dynamodbav:"data,omitempty"`
+	At    time.Time `dynamodbav:"at"`
+	Agent string    `dynamodbav:"agent,omitempty"`
+}
+
+func (r eventRecord) event() Event {
+	return Event{Seq: r.Seq, Type: r.Type, Data: r.Data, At: r.At, Agent: r.Agent}
 }
 
 func eventSK(seq int64) string { return fmt.Sprintf("%s%016d", prefixEvent, seq) }
@@ -61,7 +71,7 @@ func (s *Store) eventPuts(runID string, first int64, evs []NewEvent, at time.Tim
 	items := make([]types.TransactWriteItem, 0, len(evs))
 	for i, ev := range evs {
 		item, err := marshal(eventRecord{PK: prefixRun + runID, SK: eventSK(first + int64(i)), Seq: first + int64(i),
-			Type: ev.Type, Data: ev.Data, At: at})
+			Type: ev.Type, Data: ev.Data, At: at, Agent: ev.Agent})
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +204,7 @@ func (s *Store) ListEvents(ctx context.Context, runID string, from int64, limit 
 		if err := unmarshal(item, &r); err != nil {
 			return nil, 0, fmt.Errorf("list events of run %s: %w", runID, err)
 		}
-		events = append(events, Event{Seq: r.Seq, Type: r.Type, Data: r.Data, At: r.At})
+		events = append(events, r.event())
 	}
 	if len(out.LastEvaluatedKey) > 0 {
 		next = events[len(events)-1].Seq + 1

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,18 +28,70 @@ import (
 // the run as it is after the write, so the runner sees its status and last
 // checkpoint step.
 func (s *Store) AcquireLease(ctx context.Context, runID, holder string, d time.Duration) (Run, error) {
-	if holder == "" || d <= 0 {
-		return Run{}, fmt.Errorf("acquire lease on run %s: %w", runID,
-			fault.New(fault.RequestInvalid, "a lease needs a holder and a positive duration"))
-	}
 	var r runRecord
-	err := s.retry(ctx, func() error {
+	err := s.acquireLease(ctx, s.runLease(runID), holder, d, &r)
+	if err != nil {
+		return Run{}, fmt.Errorf("acquire lease on run %s for %s: %w", runID, holder, err)
+	}
+	return r.run(), nil
+}
+
+// leased is an item that carries a lease: a run, or a child agent, each
+// executed by one runner invocation at a time.
+type leased struct {
+	key  map[string]types.AttributeValue
+	name string // "run R", "child C of run R"
+	// missing returns why the item is not there (errRetry when it is).
+	missing func(ctx context.Context) error
+}
+
+// leaseFields are a leased item's lease attributes.
+type leaseFields struct {
+	Holder     string `dynamodbav:"leaseHolder,omitempty"`
+	LeaseUntil int64  `dynamodbav:"leaseUntil,omitempty"` // Unix ms
+}
+
+func (s *Store) runLease(runID string) leased {
+	return leased{key: runKey(runID), name: "run " + runID, missing: func(ctx context.Context) error {
+		_, err := s.getRun(ctx, runID)
+		if err == nil {
+			return errRetry
+		}
+		return err
+	}}
+}
+
+// from reads the lease of old, an item a failed condition returned (nil
+// when the item is not there).
+func (it leased) from(ctx context.Context, old map[string]types.AttributeValue) (leaseFields, error) {
+	var f leaseFields
+	if old == nil {
+		return f, it.missing(ctx)
+	}
+	return f, unmarshal(old, &f)
+}
+
+func (it leased) held(f leaseFields) error {
+	if f.Holder == "" {
+		return fault.New(fault.RunLeaseHeld, "nobody holds the lease on %s", it.name)
+	}
+	return fault.New(fault.RunLeaseHeld, "%s is leased to %s until %s", it.name, f.Holder,
+		time.UnixMilli(f.LeaseUntil).UTC().Format(time.RFC3339Nano))
+}
+
+// acquireLease takes it's lease for holder for d and unmarshals the item as
+// it is after the write into rec.
+func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d time.Duration, rec any) error {
+	if holder == "" || d <= 0 {
+		return fault.New(fault.RequestInvalid, "a lease needs a holder and a positive duration")
+	}
+	return s.retry(ctx, func() error {
 		now := s.now()
 		e := newExpr()
 		h, until := e.n("leaseHolder"), e.n("leaseUntil")
 		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:        &s.table,
-			Key:              runKey(runID),
+			Key:              it.key,
 			UpdateExpression: aws.String("SET " + h + " = " + e.s(holder) + ", " + until + " = " + e.i(now.Add(d).UnixMilli())),
 			ConditionExpression: aws.String("attribute_exists(" + e.n(AttrPK) + ") AND (attribute_not_exists(" + h + ") OR " +
 				h + " = " + e.s(holder) + " OR " + until + " <= " + e.i(now.UnixMilli()) + ")"),
@@ -48,32 +101,20 @@ func (s *Store) AcquireLease(ctx context.Context, runID, holder string, d time.D
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if old, ok := conditionFailed(err); ok {
-			cur, err := s.runFrom(ctx, runID, old)
+			cur, err := it.from(ctx, old)
 			if err != nil {
 				return err
 			}
 			if cur.Holder == "" || cur.LeaseUntil <= now.UnixMilli() {
 				return errRetry // released or lapsed between the write and the read
 			}
-			return leaseHeld(runID, cur)
+			return it.held(cur)
 		}
 		if err != nil {
 			return err
 		}
-		return unmarshal(out.Attributes, &r)
+		return unmarshal(out.Attributes, rec)
 	})
-	if err != nil {
-		return Run{}, fmt.Errorf("acquire lease on run %s for %s: %w", runID, holder, err)
-	}
-	return r.run(), nil
-}
-
-func leaseHeld(runID string, r runRecord) error {
-	if r.Holder == "" {
-		return fault.New(fault.RunLeaseHeld, "nobody holds the lease on run %s", runID)
-	}
-	return fault.New(fault.RunLeaseHeld, "run %s is leased to %s until %s", runID, r.Holder,
-		time.UnixMilli(r.LeaseUntil).UTC().Format(time.RFC3339Nano))
 }
 
 // RenewLease extends holder's lease to d from now and returns the new
@@ -81,12 +122,18 @@ func leaseHeld(runID string, r runRecord) error {
 // that lapsed but that nobody took over can still be renewed: nobody else
 // can have run the run in between.
 func (s *Store) RenewLease(ctx context.Context, runID, holder string, d time.Duration) (time.Time, error) {
-	until := s.now().Add(d)
-	e := newExpr()
-	err := s.holderUpdate(ctx, runID, holder, e,
-		"SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli()))
+	until, err := s.renewLease(ctx, s.runLease(runID), holder, d)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("renew lease on run %s for %s: %w", runID, holder, err)
+	}
+	return until, nil
+}
+
+func (s *Store) renewLease(ctx context.Context, it leased, holder string, d time.Duration) (time.Time, error) {
+	until := s.now().Add(d)
+	e := newExpr()
+	if err := s.holderUpdate(ctx, it, holder, e, "SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli())); err != nil {
+		return time.Time{}, err
 	}
 	return time.UnixMilli(until.UnixMilli()).UTC(), nil
 }
@@ -94,19 +141,22 @@ func (s *Store) RenewLease(ctx context.Context, runID, holder string, d time.Dur
 // ReleaseLease frees holder's lease so that another runner can take the run
 // at once. Only the holder can release (fault.RunLeaseHeld otherwise).
 func (s *Store) ReleaseLease(ctx context.Context, runID, holder string) error {
-	e := newExpr()
-	err := s.holderUpdate(ctx, runID, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"))
-	if err != nil {
+	if err := s.releaseLease(ctx, s.runLease(runID), holder); err != nil {
 		return fmt.Errorf("release lease on run %s for %s: %w", runID, holder, err)
 	}
 	return nil
 }
 
-// holderUpdate applies update to the run item if holder holds its lease.
-func (s *Store) holderUpdate(ctx context.Context, runID, holder string, e *expr, update string) error {
+func (s *Store) releaseLease(ctx context.Context, it leased, holder string) error {
+	e := newExpr()
+	return s.holderUpdate(ctx, it, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"))
+}
+
+// holderUpdate applies update to it if holder holds its lease.
+func (s *Store) holderUpdate(ctx context.Context, it leased, holder string, e *expr, update string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           &s.table,
-		Key:                                 runKey(runID),
+		Key:                                 it.key,
 		UpdateExpression:                    aws.String(update),
 		ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(holder)),
 		ExpressionAttributeNames:            e.nameMap(),
@@ -114,11 +164,14 @@ func (s *Store) holderUpdate(ctx context.Context, runID, holder string, e *expr,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if old, ok := conditionFailed(err); ok {
-		cur, err := s.runFrom(ctx, runID, old)
+		cur, err := it.from(ctx, old)
+		if errors.Is(err, errRetry) {
+			return it.held(leaseFields{})
+		}
 		if err != nil {
 			return err
 		}
-		return leaseHeld(runID, cur)
+		return it.held(cur)
 	}
 	return err
 }
@@ -166,4 +219,8 @@ func (s *Store) LoadCheckpoint(ctx context.Context, runID string) (Checkpoint, e
 		return Checkpoint{}, fmt.Errorf("load checkpoint of run %s: %w", runID, err)
 	}
 	return Checkpoint{Step: c.Step, Data: c.Data, SavedAt: c.SavedAt}, nil
+}
+
+func leaseHeld(runID string, r runRecord) error {
+	return leased{name: "run " + runID}.held(leaseFields{Holder: r.Holder, LeaseUntil: r.LeaseUntil})
 }

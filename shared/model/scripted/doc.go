@@ -104,6 +104,9 @@
 //     in a tool result (exec_command's and write_stdin's), to drive a
 //     session with write_stdin; it is a string of digits, which
 //     write_stdin's session_id accepts.
+//   - {{child_id}}: the latest "child_id" in a tool result (the child a
+//     spawn_agent, delegate_agent or wait_agent answered about), to wait
+//     for, inspect or interrupt it.
 //   - {{"text"}}: the quoted text itself, so {{"{{"}} writes a literal
 //     "{{".
 //

@@ -194,6 +194,9 @@ func readConversation(msgs []model.Message) *conversation {
 			if m := sessionLine.FindStringSubmatch(r.Output); m != nil {
 				c.sessionID = m[1]
 			}
+			if m := childLine.FindStringSubmatch(r.Output); m != nil {
+				c.childID = m[1]
+			}
 			if r.IsError {
 				c.failed, c.lastError = true, r.Output
 			}
@@ -205,6 +208,9 @@ func readConversation(msgs []model.Message) *conversation {
 // sessionLine is how exec_command and write_stdin say a process is still
 // running (Codex's format).
 var sessionLine = regexp.MustCompile(`Process running with session ID (\d+)`)
+
+// childLine is how the child-agent tools name the child they answer about.
+var childLine = regexp.MustCompile(`"child_id": "(child_[0-9A-Za-z]+)"`)
 
 // chunks splits text into at most four pieces, each ending after white
 // space (or at the end), as a streaming provider would deliver it.

@@ -6,7 +6,7 @@ import (
 )
 
 // placeholderList names every placeholder, for error messages.
-const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}}, {{session_id}} and {{"literal text"}}`
+const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}}, {{session_id}}, {{child_id}} and {{"literal text"}}`
 
 // kind is what a piece of a template stands for.
 type kind int
@@ -18,6 +18,7 @@ const (
 	lastError              // {{last_error}}
 	output                 // {{output "TOOL"}}
 	sessionID              // {{session_id}}
+	childID                // {{child_id}}
 )
 
 // segment is one piece of a template.
@@ -114,6 +115,8 @@ func parsePlaceholder(s string) (segment, int, error) {
 			seg.kind = lastError
 		case "session_id":
 			seg.kind = sessionID
+		case "child_id":
+			seg.kind = childID
 		case "output":
 			space()
 			if pos >= len(s) || s[pos] != '"' {
@@ -176,6 +179,8 @@ type conversation struct {
 	outputs map[string]string
 	// sessionID is N of the latest "Process running with session ID N".
 	sessionID string
+	// childID is the latest "child_id" a child-agent tool answered.
+	childID string
 }
 
 // render fills the template in from c.
@@ -195,6 +200,8 @@ func (t template) render(c *conversation) string {
 			b.WriteString(c.outputs[s.text])
 		case sessionID:
 			b.WriteString(c.sessionID)
+		case childID:
+			b.WriteString(c.childID)
 		}
 	}
 	return b.String()

@@ -11,7 +11,7 @@ import (
 const (
 	messageNotBuilt  = "message posts to the run's Slack thread, and this version of agentsfleet does not connect to Slack yet"
 	scheduleNotBuilt = "the schedule tools come with agentsfleet's schedules, which this version does not have yet"
-	childNotBuilt    = "child agents are not built yet in this version of agentsfleet"
+	childNotBuilt    = "child agents need the runner, which runs them; this caller has none"
 )
 
 // Specs returns the specs of the 13 control tools, sorted by name. The
@@ -36,22 +36,28 @@ func Specs() []tool.Spec {
 	return specs
 }
 
-// Tools returns the control tools of one run, sorted by name. update_plan
-// hands each plan it accepts to plan, which keeps it on the run. The others
-// are not built yet: each is tool.Unbuilt, whose Run checks the arguments
-// as the real tool will, then answers with an error result saying why it
-// is not available. No Run returns a Go error. Safe for concurrent use.
-func Tools(plan func(UpdatePlanArgs)) []tool.Tool {
+// Tools returns the control tools of one agent of a run, sorted by name.
+// update_plan hands each plan it accepts to plan, which keeps it on the
+// run; the child-agent tools do their work through agents. With agents nil,
+// and for the tools not built yet, each is tool.Unbuilt, whose Run checks
+// the arguments as the real tool will, then answers with an error result
+// saying why it is not available. Safe for concurrent use.
+func Tools(plan func(UpdatePlanArgs), agents Agents) []tool.Tool {
 	specs := Specs()
 	tools := make([]tool.Tool, len(specs))
+	var kids map[string]tool.Tool
+	if agents != nil {
+		kids = agentTools(agents)
+	}
 	for i, s := range specs {
-		switch s.Name() {
-		case UpdatePlanSpec.Name():
+		switch {
+		case s.Name() == UpdatePlanSpec.Name():
 			tools[i] = NewUpdatePlan(plan)
-		case MessageSpec.Name():
+		case s.Name() == MessageSpec.Name():
 			tools[i] = tool.Unbuilt(s, messageNotBuilt)
-		case SpawnAgentSpec.Name(), DelegateAgentSpec.Name(), WaitAgentSpec.Name(),
-			InspectAgentSpec.Name(), InterruptAgentSpec.Name(), ListAgentsSpec.Name():
+		case IsAgentTool(s.Name()) && kids != nil:
+			tools[i] = kids[s.Name()]
+		case IsAgentTool(s.Name()):
 			tools[i] = tool.Unbuilt(s, childNotBuilt)
 		default:
 			tools[i] = tool.Unbuilt(s, scheduleNotBuilt)

@@ -14,8 +14,9 @@
 // model is told exactly what the store enforces.
 //
 // These tools execute in the runner λ, not in the sandbox or the webtools
-// λ. Their implementations come with the runner and are not built yet:
-// Specs gives the contracts, and Tools gives each wrapped with
+// λ. Specs gives the contracts; Tools gives the tools of one agent of a
+// run: update_plan, and the child-agent tools over the runner's Agents.
+// message and the schedule tools are not built yet: each is wrapped with
 // tool.Unbuilt, whose Run checks the arguments and then answers with an
 // error result saying that the tool is not available in this version.
 //

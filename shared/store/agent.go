@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+)
+
+// A child agent is executed like a run: by one runner invocation at a time,
+// which holds the child's lease (on the child's item), commits the child's
+// steps one by one with a checkpoint of its own, and spends on the run's
+// budget. The child's events go to the run's log, marked with its id.
+
+func (s *Store) childLease(runID, childID string) leased {
+	return leased{key: childKey(runID, childID), name: "child " + childID + " of run " + runID,
+		missing: func(ctx context.Context) error {
+			_, err := s.getChild(ctx, runID, childID)
+			if err == nil {
+				return errRetry
+			}
+			return err
+		}}
+}
+
+// AcquireChildLease takes the lease of a child agent for holder for d, as
+// AcquireLease does a run's, and returns the child as it is after the
+// write. An id the run never issued fails with fault.ChildNotFound.
+func (s *Store) AcquireChildLease(ctx context.Context, runID, childID, holder string, d time.Duration) (Child, error) {
+	var r childRecord
+	if err := s.acquireLease(ctx, s.childLease(runID, childID), holder, d, &r); err != nil {
+		return Child{}, fmt.Errorf("acquire lease on child %s of run %s for %s: %w", childID, runID, holder, err)
+	}
+	return r.child(), nil
+}
+
+// RenewChildLease extends holder's lease on the child, as RenewLease.
+func (s *Store) RenewChildLease(ctx context.Context, runID, childID, holder string, d time.Duration) (time.Time, error) {
+	until, err := s.renewLease(ctx, s.childLease(runID, childID), holder, d)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("renew lease on child %s of run %s for %s: %w", childID, runID, holder, err)
+	}
+	return until, nil
+}
+
+// ReleaseChildLease frees holder's lease on the child, as ReleaseLease.
+func (s *Store) ReleaseChildLease(ctx context.Context, runID, childID, holder string) error {
+	if err := s.releaseLease(ctx, s.childLease(runID, childID), holder); err != nil {
+		return fmt.Errorf("release lease on child %s of run %s for %s: %w", childID, runID, holder, err)
+	}
+	return nil
+}
+
+func childCheckpointKey(runID, childID string) map[string]types.AttributeValue {
+	return key(prefixRun+runID, skCheckpoint+"#"+childID)
+}
+
+// LoadChildCheckpoint returns the child's latest checkpoint; Step is 0 when
+// none was committed. An id the run never issued fails with
+// fault.ChildNotFound.
+func (s *Store) LoadChildCheckpoint(ctx context.Context, runID, childID string) (Checkpoint, error) {
+	var c checkpointRecord
+	found, err := s.getRecord(ctx, childCheckpointKey(runID, childID), &c)
+	if err == nil && !found {
+		_, err = s.getChild(ctx, runID, childID)
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("load checkpoint of child %s of run %s: %w", childID, runID, err)
+	}
+	return Checkpoint{Step: c.Step, Data: c.Data, SavedAt: c.SavedAt}, nil
+}
+
+// ChildStep is what one step of a child agent commits at once.
+type ChildStep struct {
+	// Step as a run's: Holder holds the child's lease, Number is the
+	// child's own step, Events go to the run's log (their Agent set to the
+	// child), and Spend counts on the run's budget, on the child's share
+	// and, for a grandchild, on its parent's share. WhileRunning is
+	// implied: a child commits only while it and the run are running.
+	Step
+	// End, when set, ends the child with this step.
+	End *ChildEnd
+}
+
+// ChildEnd is how a child ends: done with its answer, or failed saying why.
+type ChildEnd struct {
+	Status ChildStatus
+	Result string
+}
+
+// CommitChildStep commits one step of a child agent in one transaction: its
+// checkpoint, its events, its spending and, with st.End, its end (the run
+// then counts one child fewer working).
+//
+// It fails with fault.RunLeaseHeld unless st.Holder holds the child's
+// lease, ErrStepCommitted unless st.Number exceeds the child's last step,
+// ErrChildEnded when the child has ended (interrupted meanwhile),
+// ErrRunEnded when the run is not running, and fault.RunBudgetSpent when
+// the spending would exceed the run's budget or a share; nothing is
+// written then. It returns the sequence number of the first event.
+func (s *Store) CommitChildStep(ctx context.Context, runID, childID string, st ChildStep) (firstSeq int64, err error) {
+	firstSeq, err = s.commitChildStep(ctx, runID, childID, st)
+	if err != nil {
+		return 0, fmt.Errorf("commit step %d of child %s of run %s: %w", st.Number, childID, runID, err)
+	}
+	return firstSeq, nil
+}
+
+func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st ChildStep) (int64, error) {
+	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
+		return 0, fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
+	}
+	if st.End != nil && (!st.End.Status.final() || len(st.End.Result) > MaxBlobBytes) {
+		return 0, fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, with a result of at most %d bytes", MaxBlobBytes)
+	}
+	if len(st.Checkpoint) > MaxBlobBytes {
+		return 0, fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
+	}
+	if err := checkEvents(st.Events); err != nil {
+		return 0, err
+	}
+	events := slices.Clone(st.Events)
+	for i := range events {
+		events[i].Agent = childID
+	}
+	// A grandchild spends its parent's share too.
+	c, err := s.getChild(ctx, runID, childID)
+	if err != nil {
+		return 0, err
+	}
+	var firstSeq int64
+	err = s.retry(ctx, func() error {
+		var last int64
+		if len(events) > 0 {
+			var err error
+			if last, err = s.hint(ctx, runID); err != nil {
+				return err
+			}
+		}
+		now := s.now().UTC()
+		spends := st.Spend != (Budget{})
+
+		// The child: lease, step, status, share.
+		ce := newExpr()
+		step := ce.n("ckptStep")
+		cset := "SET " + step + " = " + ce.i(st.Number)
+		ccond := "attribute_exists(" + ce.n(AttrPK) + ") AND " + ce.n("leaseHolder") + " = " + ce.s(st.Holder) +
+			" AND " + step + " < " + ce.i(st.Number) + " AND " + ce.n("status") + " = " + ce.s(string(ChildRunning))
+		if spends {
+			u, c := spendExpr(ce, st.Spend)
+			cset += ", " + u
+			ccond += " AND " + c
+		}
+		if st.End != nil {
+			cset += ", " + ce.n("status") + " = " + ce.s(string(st.End.Status)) + ", " + ce.n("endedAt") + " = " + ce.t(now)
+			if st.End.Result != "" {
+				cset += ", " + ce.n("result") + " = " + ce.s(st.End.Result)
+			}
+		}
+		// The run: running, events, budget, children working.
+		re := newExpr()
+		var rset []string
+		rcond := "attribute_exists(" + re.n(AttrPK) + ") AND " + re.n("status") + " = " + re.s(string(StatusRunning))
+		if len(events) > 0 {
+			seq := re.n("evtSeq")
+			rset = append(rset, seq+" = "+re.i(last+int64(len(events))))
+			rcond += " AND " + seq + " = " + re.i(last)
+		}
+		if spends {
+			u, c := spendExpr(re, st.Spend)
+			rset = append(rset, u)
+			rcond += " AND " + c
+		}
+		if st.End != nil {
+			running := re.n("kidsRun")
+			rset = append(rset, running+" = "+running+" - "+re.i(1))
+			rcond += " AND " + running + " > " + re.i(0)
+		}
+		ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint + "#" + childID, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
+		if err != nil {
+			return err
+		}
+		items := []types.TransactWriteItem{
+			{Update: &types.Update{TableName: &s.table, Key: childKey(runID, childID),
+				UpdateExpression:                    aws.String(cset),
+				ConditionExpression:                 aws.String(ccond),
+				ExpressionAttributeNames:            ce.nameMap(),
+				ExpressionAttributeValues:           ce.valueMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			runItem(s.table, runKey(runID), re, rset, rcond),
+			{Put: &types.Put{TableName: &s.table, Item: ckpt}},
+		}
+		if spends && c.ParentID != "" {
+			pe := newExpr()
+			u, c2 := spendExpr(pe, st.Spend)
+			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &s.table, Key: childKey(runID, c.ParentID),
+				UpdateExpression:                    aws.String("SET " + u),
+				ConditionExpression:                 aws.String(c2),
+				ExpressionAttributeNames:            pe.nameMap(),
+				ExpressionAttributeValues:           pe.valueMap(),
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}})
+		}
+		puts, err := s.eventPuts(runID, last+1, events, now)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, append(items, puts...))
+		if reasons, ok := canceled(err); ok {
+			if old, failed := reasonFailed(reasons, 0); failed {
+				cur, err := s.childFrom(ctx, runID, childID, old)
+				switch {
+				case err != nil:
+					return err
+				case cur.Holder != st.Holder:
+					return s.childLease(runID, childID).held(leaseFields{Holder: cur.Holder, LeaseUntil: cur.LeaseUntil})
+				case cur.CkptStep >= st.Number:
+					return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
+				case cur.Status != ChildRunning:
+					return fmt.Errorf("child %s is %s: %w", childID, cur.Status, ErrChildEnded)
+				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
+					return shareSpent(childID, cur, st.Spend)
+				}
+				return errRetry
+			}
+			if old, failed := reasonFailed(reasons, 1); failed {
+				cur, err := s.runFrom(ctx, runID, old)
+				switch {
+				case err != nil:
+					return err
+				case cur.Status != StatusRunning:
+					return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
+				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
+					return budgetSpent(runID, cur, st.Spend)
+				}
+				s.setHint(runID, cur.EvtSeq)
+				return errRetry
+			}
+			if old, failed := reasonFailed(reasons, 3); failed && spends && c.ParentID != "" {
+				cur, err := s.childFrom(ctx, runID, c.ParentID, old)
+				if err != nil {
+					return err
+				}
+				if cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls {
+					return shareSpent(c.ParentID, cur, st.Spend)
+				}
+				return errRetry
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if len(events) > 0 {
+			s.setHint(runID, last+int64(len(events)))
+			firstSeq = last + 1
+		}
+		return nil
+	})
+	return firstSeq, err
+}
+
+// runItem is the run item's part of a transaction: an update of set when
+// there is something to set, else a check of cond alone.
+func runItem(table string, k map[string]types.AttributeValue, e *expr, set []string, cond string) types.TransactWriteItem {
+	if len(set) == 0 {
+		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &table, Key: k,
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            e.nameMap(),
+			ExpressionAttributeValues:           e.valueMap(),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+	}
+	update := "SET "
+	for i, s := range set {
+		if i > 0 {
+			update += ", "
+		}
+		update += s
+	}
+	return types.TransactWriteItem{Update: &types.Update{TableName: &table, Key: k,
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            e.nameMap(),
+		ExpressionAttributeValues:           e.valueMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+}
+
+func shareSpent(childID string, r childRecord, b Budget) error {
+	if r.TokLeft < b.Tokens {
+		return fault.New(fault.RunBudgetSpent, "child %s has %d of the %d tokens of its share left and needs %d", childID, r.TokLeft, r.TokLimit, b.Tokens)
+	}
+	return fault.New(fault.RunBudgetSpent, "child %s has %d of the %d tool calls of its share left and needs %d", childID, r.CallLeft, r.CallLimit, b.ToolCalls)
+}
+
+// maxAgentScan bounds how many of the run's newest events ListAgentEvents
+// reads to find an agent's.
+const maxAgentScan = 2000
+
+// ListAgentEvents returns the last n (at most 100) events of the run that
+// agent wrote (a child id; "" for the run's own agent), oldest first. It
+// looks through the run's newest maxAgentScan events only.
+func (s *Store) ListAgentEvents(ctx context.Context, runID, agent string, n int) ([]Event, error) {
+	n = min(max(n, 1), 100)
+	var found []Event
+	var start map[string]types.AttributeValue
+	scanned := 0
+	for len(found) < n && scanned < maxAgentScan {
+		e := newExpr()
+		filter := "attribute_not_exists(" + e.n("agent") + ")"
+		if agent != "" {
+			filter = e.n("agent") + " = " + e.s(agent)
+		}
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName: &s.table,
+			KeyConditionExpression: aws.String(e.n(AttrPK) + " = " + e.s(prefixRun+runID) + " AND " +
+				e.n(AttrSK) + " BETWEEN " + e.s(eventSK(1)) + " AND " + e.s(prefixEvent+"9999999999999999")),
+			FilterExpression:          aws.String(filter),
+			ExpressionAttributeNames:  e.nameMap(),
+			ExpressionAttributeValues: e.valueMap(),
+			ScanIndexForward:          aws.Bool(false),
+			ConsistentRead:            aws.Bool(true),
+			ExclusiveStartKey:         start,
+			Limit:                     aws.Int32(200),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list events of %q in run %s: %w", agent, runID, err)
+		}
+		scanned += int(out.ScannedCount)
+		for _, item := range out.Items {
+			var r eventRecord
+			if err := unmarshal(item, &r); err != nil {
+				return nil, fmt.Errorf("list events of %q in run %s: %w", agent, runID, err)
+			}
+			if len(found) < n {
+				found = append(found, r.event())
+			}
+		}
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			break
+		}
+	}
+	slices.Reverse(found)
+	if len(found) == 0 {
+		if _, err := s.getRun(ctx, runID); err != nil {
+			return nil, fmt.Errorf("list events of %q in run %s: %w", agent, runID, err)
+		}
+	}
+	return found, nil
+}
