@@ -20,6 +20,15 @@ from moto.moto_server.threaded_moto_server import MotoRequestHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 
+class Handler(MotoRequestHandler):
+    """One request per connection, and a connection that sends nothing for
+    a few seconds is dropped: served one at a time, an idle connection (a
+    client's dial that its caller gave up on) would otherwise hold every
+    other client until the client closed it."""
+
+    timeout = 5
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
@@ -28,7 +37,7 @@ def main() -> None:
 
     app = DomainDispatcherApplication(create_backend_app)
     server = make_server(args.host, args.port, app, threaded=False,
-                         request_handler=MotoRequestHandler)
+                         request_handler=Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"listening on http://{args.host}:{server.server_port}", flush=True)
     try:

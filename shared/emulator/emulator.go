@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
@@ -36,6 +37,12 @@ func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithBaseEndpoint(endpoint),
 		// The emulator is local: retry throttling-free, and never wait long.
 		config.WithRetryMaxAttempts(3),
+		// One connection per request. moto serves one connection at a time,
+		// and a kept-alive connection left idle (a dial finished after its
+		// request was cancelled lands in the idle pool) would hold it.
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.DisableKeepAlives = true
+		})),
 	)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load emulator config: %w", err)

@@ -398,7 +398,7 @@ func readEntries(r io.Reader, each func(entry, io.Reader) error) ([]entry, *fold
 		}
 		e := entry{name: name, size: h.Size, mode: fs.FileMode(h.Mode) & fs.ModePerm}
 		switch h.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg, '\x00': // '\x00': a regular file by the old format (tar.TypeRegA)
 			e.kind = tar.TypeReg
 		case tar.TypeDir:
 			e.kind, e.size = tar.TypeDir, 0
@@ -548,11 +548,15 @@ func (f *agentFolder) save(ctx context.Context, req wire.AgentSave) (wire.AgentR
 		res.Files++
 		res.Bytes += e.size
 	}
-	if err := tw.Close(); err == nil {
+	err = tw.Close()
+	if err == nil {
 		err = zw.Close()
 	}
 	if lw.over {
 		return wire.AgentResult{}, refuse(http.StatusRequestEntityTooLarge, "the fleet's folder is more than %d bytes compressed: remove files from it (build outputs, caches)", wire.MaxAgentArchive)
+	}
+	if err != nil {
+		return wire.AgentResult{}, refuse(http.StatusInternalServerError, "finish the archive: %v", err)
 	}
 	res.Archive = lw.written
 	if len(skipped) > wire.MaxAgentSkipped {

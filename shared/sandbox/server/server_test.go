@@ -240,20 +240,27 @@ func TestIdleExit(t *testing.T) {
 	if res := c.result(t, "bash", `{"command":"sleep 0.6; echo ok"}`); res.Output != "ok\n[exit code 0]" {
 		t.Fatalf("long call = %q", res.Output)
 	}
-	for range 5 {
-		get(t, base+wire.HealthPath)
-		time.Sleep(50 * time.Millisecond)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, server.ErrIdle) {
-			t.Fatalf("Serve = %v, want ErrIdle", err)
+	// Health checks keep coming until it stops: they do not keep it up.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, server.ErrIdle) {
+				t.Fatalf("Serve = %v, want ErrIdle", err)
+			}
+			if since := time.Since(start); since < 900*time.Millisecond {
+				t.Fatalf("stopped after %v, before the call had ended and 300ms passed", since)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the idle server did not stop while only health checks came")
+		case <-tick.C:
+			if resp, err := http.Get(base + wire.HealthPath); err == nil {
+				resp.Body.Close()
+			}
 		}
-		if since := time.Since(start); since < 900*time.Millisecond {
-			t.Fatalf("stopped after %v, before the call had ended and 300ms passed", since)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle server did not stop")
 	}
 }
 

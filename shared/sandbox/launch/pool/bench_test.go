@@ -86,7 +86,8 @@ func localLauncher(b *testing.B) *local.Launcher {
 	b.Cleanup(func() { os.RemoveAll(base) })
 	work := filepath.Join(base, "work")
 	for _, d := range []string{base, work} {
-		if err := os.MkdirAll(d, 0o755); err == nil {
+		err := os.MkdirAll(d, 0o755)
+		if err == nil {
 			err = os.Chmod(d, 0o755)
 		}
 		if err != nil {
