@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
@@ -24,15 +27,21 @@ const devWarm = "small=1"
 // dev runs the local stack until interrupted: the AWS emulator (moto, or
 // AWS_ENDPOINT_URL when set) with the table and the example fleets, the
 // runner and the webtools in-process, and sandboxes as local sandboxd
-// processes over the workdir. Parts that later issues build (the API with
-// its Slack and webhook endpoints, the local schedule clock) are named as
-// missing rather than pretended.
-func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
+// processes over the workdir, the schedules' local clock, and the HTTP API
+// with its webhooks on
+// AGENTSFLEET_ADDR (127.0.0.1:8080), with a key of every scope written to
+// STATE/api-key. Parts that later issues build (Slack's endpoints) are
+// named as missing rather than pretended.
+func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	workdir := fs.String("workdir", ".", "the folder the runs' tools work in")
 	stateDir := fs.String("state", ".dev", "folder for the fleets' folders (/agent) and the sandboxes' state")
-	tableName := fs.String("table", envOr("AGENTSFLEET_TABLE", "agentsfleet"), "DynamoDB table name")
+	table := getenv("AGENTSFLEET_TABLE")
+	if table == "" {
+		table = "agentsfleet"
+	}
+	tableName := fs.String("table", table, "DynamoDB table name")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -43,17 +52,38 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
 	// dev keeps one small sandbox warm unless told otherwise, so that the
 	// pool (claim, top-up, sweep, the fleet's folder through the bucket)
 	// runs here as it does in AWS; small=0 turns it off.
-	warm, err := warmSetting(os.Getenv, devWarm)
+	warm, err := warmSetting(getenv, devWarm)
 	if err != nil {
 		return err
 	}
 	st, err := startStack(ctx, stackOptions{Workdir: work, StateDir: *stateDir, Table: *tableName,
-		Sandboxd: os.Getenv("AGENTSFLEET_SANDBOXD"), Warm: warm, Sweep: time.Minute}, os.Getenv)
+		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Warm: warm, Sweep: time.Minute}, getenv)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	addr := getenv("AGENTSFLEET_ADDR")
+	if addr == "" {
+		addr = defaultAddr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve the API on %s (AGENTSFLEET_ADDR): %w; is another agentsfleet dev running?", addr, err)
+	}
+	srv := &http.Server{Handler: st.API, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	st.RunClock()
+	keyFile, err := writeDevKey(ctx, st.Store, *stateDir)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "AWS emulator   %s (table %s, checkpoint bucket %s)\n", st.Endpoint, st.Table, checkpointBucket)
+	fmt.Fprintf(out, "API            http://%s (an API key with every scope in %s)\n", ln.Addr(), keyFile)
 
 	examples := "examples"
 	if root, err := emulator.RepoRoot(); err == nil {
@@ -66,15 +96,18 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fmt.Fprintf(out, "fleets         %s\n", strings.Join(loaded, ", "))
 	fmt.Fprintf(out, "model          %s\n", st.Model.About)
 	fmt.Fprintln(out, "runner         in-process, with the webtools function")
+	fmt.Fprintf(out, "schedules      in the emulator's Scheduler (group %s), fired by a local clock as Scheduler would\n", scheduleGroup)
 	if st.Pool != nil {
 		fmt.Fprintf(out, "sandboxes      warm pool on: %s idle local sandboxd kept (%s; small=0 turns it off), a claimed one per run, over %s (fleets' folders in s3://%s/fleets/)\n",
 			pool.FormatTargets(st.Warm), pool.TargetsEnv, work, checkpointBucket)
 	} else {
 		fmt.Fprintf(out, "sandboxes      a local sandboxd process per run, over %s (fleets' folders in %s)\n", work, filepath.Join(*stateDir, "agents"))
 	}
-	fmt.Fprintln(out, `try:           bin/agentsfleet run -f examples/reference.toml "what is in this folder?"`)
-	fmt.Fprintln(out, `               bin/sandboxd call --workdir . bash '{"command":"uname -a"}'`)
-	fmt.Fprintln(out, "not built yet: the API (runs, webhooks, Slack events) that starts runs here, and the local schedule clock")
+	fmt.Fprintf(out, "try:           curl -s -H \"Authorization: Bearer $(cat %s)\" -d '{\"input\": \"what is in this folder?\"}' http://%s/v1/fleets/reference-fleet/runs\n", keyFile, ln.Addr())
+	fmt.Fprintf(out, "               curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/runs/RUN_ID/events\n", keyFile, ln.Addr())
+	fmt.Fprintln(out, `               bin/agentsfleet start reference-fleet "what is in this folder?" --follow`)
+	fmt.Fprintln(out, `               bin/agentsfleet run -f examples/reference.toml "what is in this folder?"`)
+	fmt.Fprintln(out, "not built yet: Slack's /slack/events and /slack/interactivity")
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
 	<-ctx.Done()
@@ -105,4 +138,29 @@ func loadExamples(ctx context.Context, st *store.Store, dir string) ([]string, e
 		names = append(names, def.Name)
 	}
 	return names, nil
+}
+
+// defaultAddr is where dev serves the API without AGENTSFLEET_ADDR.
+const defaultAddr = "127.0.0.1:8080"
+
+// writeDevKey makes an API key with every scope and writes it to
+// stateDir/api-key, readable by this user only. The emulator's table lives
+// as long as the emulator, so each dev makes a fresh key.
+func writeDevKey(ctx context.Context, st *store.Store, stateDir string) (string, error) {
+	_, key, err := st.CreateKey(ctx, "agentsfleet dev", scope.Names())
+	if err != nil {
+		return "", fmt.Errorf("make the dev API key: %w", err)
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return "", fmt.Errorf("make the dev API key: %w", err)
+	}
+	path := filepath.Join(stateDir, "api-key")
+	err = os.WriteFile(path, []byte(key+"\n"), 0o600)
+	if err == nil {
+		err = os.Chmod(path, 0o600) // a file left by an older dev keeps its mode otherwise
+	}
+	if err != nil {
+		return "", fmt.Errorf("write the dev API key: %w", err)
+	}
+	return path, nil
 }

@@ -1,6 +1,7 @@
 // Command agentsfleet is the operator CLI: it checks Definitions, lists the
-// tools, creates the DynamoDB table, and runs the local stack
-// (`agentsfleet dev`).
+// tools, creates the DynamoDB table, runs the local stack (`agentsfleet
+// dev`), and drives the HTTP API of the local stack or a deployment
+// (apply, start, events, schedules, keys, …).
 package main
 
 import (
@@ -24,6 +25,33 @@ commands:
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
   dev [--workdir DIR] [--state DIR] [--table NAME]
                           run the product on this machine against moto (or AWS_ENDPOINT_URL)
+
+commands against the HTTP API of agentsfleet dev or a deployment:
+  apply -f FILE           apply a Definition (.toml or .json): its fleet's next revision
+  fleets                  list the fleets
+  pause FLEET             pause a fleet: it starts no runs until resumed
+  resume FLEET            resume a paused fleet
+  start FLEET INPUT [--follow]
+                          start a run; --follow shows it as run does, exit 0 if it succeeded
+  runs FLEET [--cursor C] list a fleet's runs, newest first
+  events RUN [--follow]   print a run's events; --follow until it ends, exit 0 if it succeeded
+  cancel RUN              cancel a run that has not ended
+  schedules FLEET         list a fleet's schedules
+  schedule create FLEET --expression E --message M [--timezone TZ] [--spend-cap TOKENS]
+                          create a schedule: E is cron(…), rate(…) or at(yyyy-mm-ddThh:mm:ss)
+  schedule delete FLEET ID
+  schedule pause FLEET ID
+  schedule resume FLEET ID
+  schedule run FLEET ID   delete, pause, resume a schedule, or start its run now
+  keys create NAME --scopes a,b
+                          create an API key (printed once) with those scopes
+  keys list               list the API keys
+  keys revoke ID          revoke an API key
+
+Each of them also takes --api URL (else AGENTSFLEET_API_URL, else the local stack:
+http://$AGENTSFLEET_ADDR or http://127.0.0.1:8080), --key KEY (else AGENTSFLEET_API_KEY,
+else, for the local stack, .dev/api-key) and --output json (one JSON object, or one a line
+for lists and events).
 `
 
 // errUsage marks a mistake in the command line: exit status 2.
@@ -60,7 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "table":
 		return table(ctx, args[1:], stdout)
 	case "dev":
-		return dev(ctx, args[1:], stdout, stderr)
+		return dev(ctx, args[1:], stdout, stderr, os.Getenv)
+	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "cancel", "schedules", "schedule", "keys":
+		return remote(ctx, args, stdout, os.Getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

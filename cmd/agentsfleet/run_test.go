@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 			panic("build sandboxd: " + err.Error() + "\n" + string(out))
 		}
 	}
-	code := m.Run()
+	code := awstest.Run(m) // the emulator for the API tests; the stacks start their own
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -15,8 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/agentsfleet/agentsfleet/shared/api"
+	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
@@ -25,9 +28,13 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/local"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/clock"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // stack is agentsfleet on this machine: the AWS emulator (moto, or
@@ -50,6 +57,13 @@ type stack struct {
 	Runner   *runner.Runner
 	Model    provider.Chosen
 	Sandbox  *local.Launcher
+	// API is the HTTP API over the stack (agentsfleet dev serves it).
+	API *api.API
+	// Schedules keeps the fleets' schedules in the emulator's Scheduler;
+	// Clock fires them, as Scheduler would (moto never does), once
+	// RunClock is called.
+	Schedules *keeper.Keeper
+	Clock     *clock.Clock
 	// Pool is the warm pool over Sandbox, nil without one.
 	Pool    *pool.Pool
 	Warm    map[fleet.SandboxSize]int // the pool's targets
@@ -92,6 +106,21 @@ func warmSetting(getenv func(string) string, def string) (map[fleet.SandboxSize]
 }
 
 const checkpointBucket = "agentsfleet-checkpoints"
+
+// scheduleGroup is the Scheduler group of the local stack's schedules.
+const scheduleGroup = "agentsfleet"
+
+// RunClock fires due schedules until the stack closes.
+func (s *stack) RunClock() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Clock.Run(ctx)
+	}()
+	// Before the functions close: a firing under way finishes first.
+	s.closers = append(s.closers, func() { cancel(); <-done })
+}
 
 // startStack starts the stack; Close stops what it started.
 func startStack(ctx context.Context, o stackOptions, getenv func(string) string) (_ *stack, err error) {
@@ -155,6 +184,32 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { s.Sandbox.Close() })
+	// Callbacks go through the egress policy, which refuses this machine's
+	// addresses unless AGENTSFLEET_TEST_ALLOW_ADDR names one.
+	allow, err := egress.AllowFromEnv(getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	callbacks := callback.New(callback.Config{AllowAddr: allow, Logger: log})
+
+	sched, err := eventbridge.New(scheduler.NewFromConfig(awsCfg), eventbridge.Config{Group: scheduleGroup,
+		TargetARN: "arn:aws:lambda:" + emulator.Region + ":000000000000:function:agentsfleet-schedule",
+		RoleARN:   "arn:aws:iam::000000000000:role/agentsfleet-scheduler"})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.EnsureGroup(ctx); err != nil {
+		return nil, err
+	}
+	s.Schedules, err = keeper.New(keeper.Config{Store: s.Store, Scheduler: sched, Invoker: s.Funcs,
+		Scrub: keeper.WebtoolsScrub(s.Store, s.Funcs), Log: log})
+	if err != nil {
+		return nil, err
+	}
+	if s.Clock, err = clock.New(sched, s.Schedules.Fire, clock.Options{Logger: log}); err != nil {
+		return nil, err
+	}
+
 	var sandboxes launch.Launcher = s.Sandbox
 	if pool.FormatTargets(o.Warm) != "none" {
 		if sandboxes, err = s.startPool(ctx, o, log); err != nil {
@@ -174,6 +229,8 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		// pooled sandbox's folder is its own and empty until restored.
 		Folders:       runner.S3Folders{Presign: s3.NewPresignClient(s3c), Client: s3c, Bucket: checkpointBucket},
 		AlwaysFolders: s.Pool != nil,
+		Callbacks:     callbacks,
+		Schedules:     s.Schedules.Book(),
 		Observer:      o.Observer,
 		Log:           log,
 	})
@@ -181,6 +238,9 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 	s.Funcs.Register(invoke.Runner, s.Runner.Handle)
+	if s.API, err = api.New(api.Config{Store: s.Store, Invoker: s.Funcs, Schedules: s.Schedules, Callbacks: callbacks, Log: log}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -11,6 +11,9 @@
 //	AGENTSFLEET_MODEL_PROVIDER        bedrock (default), anthropic, openai or scripted; see shared/model/provider
 //	AGENTSFLEET_MODEL                 the model id for Definitions that name none
 //	AWS_LAMBDA_FUNCTION_NAME          set by Lambda: the runner invokes itself by it
+//	AGENTSFLEET_SCHEDULE_GROUP        the schedule tools' Scheduler group, target (the schedule
+//	AGENTSFLEET_SCHEDULE_TARGET_ARN   function) and role: all three, or none and the schedule
+//	AGENTSFLEET_SCHEDULE_ROLE_ARN     tools answer that schedules are not configured
 //
 // Sandboxes (ECS Fargate tasks, shared/sandbox/launch/ecs), all four or none:
 //
@@ -51,6 +54,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
@@ -58,6 +62,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -111,13 +116,22 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
+	inv := invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: self, invoke.Webtools: webtools})
 	cfg := runner.Config{
 		Store:        st,
 		Model:        chosen.Model,
 		DefaultModel: chosen.DefaultModel,
 		Sandboxes:    sandboxes,
-		Invoker:      invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: self, invoke.Webtools: webtools}),
+		Invoker:      inv,
+		Callbacks:    callback.New(callback.Config{Logger: log}),
 		Log:          log,
+	}
+	k, ok, err := keeper.FromEnv(getenv, awsCfg, st, inv, log)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		cfg.Schedules = k.Book()
 	}
 	if bucket := getenv("AGENTSFLEET_CHECKPOINT_BUCKET"); bucket != "" {
 		s3c := s3.NewFromConfig(awsCfg)

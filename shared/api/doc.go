@@ -1,7 +1,16 @@
-// Package api is the edge of agentsfleet's HTTP API: the one place where
-// product error codes (package fault) become HTTP statuses.
+// Package api is agentsfleet's HTTP API (DESIGN.md §11): fleets and their
+// Definitions, runs and their events, schedules, API keys, and the fleets'
+// signed webhooks. One handler (API) serves the api λ behind API Gateway's
+// HTTP API (HandleGateway, payload format 2.0) and `agentsfleet dev` over
+// net/http (ServeHTTP).
 //
-// The routes (fleets, runs, schedules, keys, webhooks and Slack's
-// endpoints, as DESIGN.md lists them) are not built yet; for now the
-// package holds only Status.
+// It is the one place where product error codes (package fault) become
+// HTTP statuses (Status). Keys are checked against the store (hashed, with
+// scopes: shared/api/scope); a Definition can be applied only by a key
+// holding every scope its tools need. Runs are recorded and the runner
+// started through runner.Start, as every door does. Webhook signatures are
+// shared/api/webhook's; completion callbacks are shared/api/callback's,
+// sent by the runner as a run ends.
+//
+// The Slack routes come with the Slack integration.
 package api

@@ -41,11 +41,14 @@ var (
 // Main starts the emulator (unless AWS_ENDPOINT_URL is set), runs the tests
 // and stops it. It calls os.Exit with the tests' status. A failure to start
 // fails only the tests that ask for the emulator.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with more to do after the tests: it starts
+// the emulator, runs the tests, stops it, and returns their status.
+func Run(m *testing.M) int {
 	stop := start()
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	defer stop()
+	return m.Run()
 }
 
 func start() (stop func()) {

@@ -125,7 +125,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 		set(x.webCall(ctx, call))
 	case fleet.InRunner:
 		var plan *control.UpdatePlanArgs
-		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}) {
+		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules()) {
 			if t.Name() == call.Name {
 				res, err := t.Run(ctx, call.Arguments)
 				if err != nil {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
@@ -45,6 +46,14 @@ type Config struct {
 	Folders Folders
 	// AlwaysFolders uses Folders even with a launcher that keeps folders.
 	AlwaysFolders bool
+	// Schedules keeps the fleets' schedules for the schedule tools and
+	// cron_run, and hears of each schedule-started run that ends (its
+	// spend cap); package schedule/keeper provides it (Keeper.Book). Nil:
+	// the schedule tools answer that schedules are not configured here.
+	Schedules ScheduleBook
+	// Callbacks delivers runs' results to their callback_url as they end;
+	// nil sends none (a run that names one logs that it was not sent).
+	Callbacks *callback.Sender
 	// Observer, when set, sees each run's progress as it happens: the
 	// events it commits and the model's streamed text. It must not block.
 	Observer func(Note)
@@ -626,17 +635,22 @@ func (x *execution) budgetSpent(ctx context.Context, err error) error {
 // left as it is.
 func (x *execution) settle(ctx context.Context) error {
 	defer x.releaseSandbox(ctx)
+	defer x.scheduleRunEnded(ctx)
 	e := x.st.Ended
 	reason := ""
 	if e.Error != nil {
 		reason = e.Error.Code + ": " + e.Error.Message
 	}
-	if e.Status == store.StatusCancelled {
-		return nil // the canceller moved it
+	if e.Status != store.StatusCancelled { // else the canceller moved it
+		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason)
+		if errors.Is(err, fault.RunBadTransition) {
+			return nil // settled by an earlier invocation, which called back
+		}
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
 	}
-	if _, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason); err != nil && !errors.Is(err, fault.RunBadTransition) {
-		return fmt.Errorf("runner: %w", err)
-	}
+	x.deliverCallback(ctx)
 	return nil
 }
 

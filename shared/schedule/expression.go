@@ -274,7 +274,6 @@ type set [4]uint64
 
 func (s *set) add(i int)     { s[i/64] |= 1 << (i % 64) }
 func (s set) has(i int) bool { return i >= 0 && i < 256 && s[i/64]&(1<<(i%64)) != 0 }
-func (s set) empty() bool    { return s == set{} }
 
 // values returns the members in increasing order, each plus base.
 func (s set) values(base int) []int {

@@ -60,7 +60,6 @@
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
 //	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
-//	webhook delivery    DLV#<fleet>#<sig>    DLV                   -              -              seen once: expiresAt (TTL); refused while live
 //	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
 //
 // Access patterns:

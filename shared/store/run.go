@@ -109,6 +109,9 @@ type NewRun struct {
 	Input []byte
 	// Idempotency, when set, makes a retry return the first run.
 	Idempotency *IdempotencyKey
+	// CallbackURL receives the run's result when it ends (checked by the
+	// caller against the egress policy); empty for none.
+	CallbackURL string
 }
 
 // RunSummary is the part of a run that list pages show.
@@ -143,6 +146,8 @@ type Run struct {
 	// LeaseHolder holds the run's lease until LeaseUntil; empty when free.
 	LeaseHolder string
 	LeaseUntil  time.Time
+	// CallbackURL receives the run's result when it ends; empty for none.
+	CallbackURL string
 }
 
 // unlimited stands for "no limit" in the remaining-budget counters: far
@@ -181,6 +186,7 @@ type runRecord struct {
 	CkptStep   int64      `dynamodbav:"ckptStep"`
 	Holder     string     `dynamodbav:"leaseHolder,omitempty"`
 	LeaseUntil int64      `dynamodbav:"leaseUntil,omitempty"` // Unix ms
+	Callback   string     `dynamodbav:"callback,omitempty"`
 }
 
 func (r runRecord) summary() RunSummary {
@@ -198,7 +204,7 @@ func (r runRecord) run() Run {
 		Spent:        Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
-		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder}
+		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
@@ -253,6 +259,9 @@ func (nr NewRun) check() error {
 	}
 	if len(nr.Input) > MaxBlobBytes {
 		return fmt.Errorf("run input of %d bytes: %w", len(nr.Input), ErrTooLarge)
+	}
+	if len(nr.CallbackURL) > 2048 {
+		return bad("a callback URL of %d bytes; at most 2048", len(nr.CallbackURL))
 	}
 	if nr.Idempotency != nil {
 		if err := checkIdempotencyKey(nr.Idempotency.Scope, nr.Idempotency.Key); err != nil {
@@ -311,7 +320,7 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 	}
 	rr := runRecord{PK: prefixRun + id, SK: skRun, GSI1PK: prefixFleet + nr.Fleet, GSI1SK: prefixRun + id,
 		Kind: "run", ID: id, Fleet: nr.Fleet, Rev: rev, Source: nr.Source, ScheduleID: nr.ScheduleID,
-		Status: StatusQueued, CreatedAt: now, StatusAt: now,
+		Status: StatusQueued, CreatedAt: now, StatusAt: now, Callback: nr.CallbackURL,
 		TokLimit: nr.Limits.Tokens, CallLimit: nr.Limits.ToolCalls, TokLeft: unlimited, CallLeft: unlimited}
 	if nr.Limits.Tokens > 0 {
 		rr.TokLeft = nr.Limits.Tokens

@@ -61,7 +61,16 @@ type Schedule struct {
 	Timezone   string // IANA zone, default UTC
 	Message    string // the run's input; secrets already replaced by the caller
 	// OneShot marks an at(…) follow-up, removed once it has fired.
-	OneShot              bool
+	OneShot bool
+	// SpendCap is the tokens a day the runs the schedule starts may spend
+	// together; 0 means no cap. SpentDay (yyyy-mm-dd in the schedule's time
+	// zone) and SpentTokens are what they spent that day (AddScheduleSpend).
+	SpendCap    int64
+	SpentDay    string
+	SpentTokens int64
+	// PausedReason says why agentsfleet paused the schedule (its spend cap);
+	// empty when a person or the fleet paused it, or it is not paused.
+	PausedReason         string
 	CreatedAt, UpdatedAt time.Time
 }
 
@@ -73,6 +82,7 @@ type NewSchedule struct {
 	Expression string
 	Timezone   string
 	Message    string
+	SpendCap   int64 // tokens a day; 0: no cap
 }
 
 // SchedulePatch changes a schedule; nil fields stay as they are.
@@ -80,6 +90,7 @@ type SchedulePatch struct {
 	Expression *string
 	Timezone   *string
 	Message    *string
+	SpendCap   *int64 // 0 removes the cap
 }
 
 type scheduleRecord struct {
@@ -95,6 +106,10 @@ type scheduleRecord struct {
 	Timezone   string        `dynamodbav:"tz"`
 	Message    string        `dynamodbav:"message,omitempty"`
 	OneShot    bool          `dynamodbav:"oneShot"`
+	SpendCap   int64         `dynamodbav:"spendCap,omitempty"`
+	SpentDay   string        `dynamodbav:"spentDay,omitempty"`
+	SpentTok   int64         `dynamodbav:"spentTok,omitempty"`
+	PausedWhy  string        `dynamodbav:"pausedWhy,omitempty"`
 	CreatedAt  time.Time     `dynamodbav:"createdAt"`
 	UpdatedAt  time.Time     `dynamodbav:"updatedAt"`
 }
@@ -102,6 +117,7 @@ type scheduleRecord struct {
 func (r scheduleRecord) schedule() Schedule {
 	return Schedule{Fleet: r.Fleet, ID: r.ID, Source: r.Source, CreatedBy: r.CreatedBy, State: r.State,
 		Expression: r.Expression, Timezone: r.Timezone, Message: r.Message, OneShot: r.OneShot,
+		SpendCap: r.SpendCap, SpentDay: r.SpentDay, SpentTokens: r.SpentTok, PausedReason: r.PausedWhy,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
@@ -158,6 +174,13 @@ func checkTimezone(tz string) error {
 	return nil
 }
 
+func checkSpendCap(c int64) error {
+	if c < 0 {
+		return fault.New(fault.RequestInvalid, "spend_cap %d: want tokens a day, 0 for no cap", c)
+	}
+	return nil
+}
+
 func checkMessage(m string) error {
 	if len(m) > MaxBlobBytes {
 		return fault.New(fault.RequestInvalid, "a schedule message is at most %d bytes", MaxBlobBytes)
@@ -200,13 +223,16 @@ func (s *Store) createSchedule(ctx context.Context, ns NewSchedule) (Schedule, e
 	if err := checkMessage(ns.Message); err != nil {
 		return Schedule{}, err
 	}
+	if err := checkSpendCap(ns.SpendCap); err != nil {
+		return Schedule{}, err
+	}
 	byFleet := ns.Source == ActorFleet
 	var rec scheduleRecord
 	err = s.retry(ctx, func() error {
 		now := s.now().UTC()
 		rec = scheduleRecord{PK: prefixFleet + ns.Fleet, Kind: "schedule", ID: newID("sch_", now), Fleet: ns.Fleet,
 			Source: ns.Source, CreatedBy: ns.CreatedBy, State: ScheduleActive, Expression: ns.Expression,
-			Timezone: ns.Timezone, Message: ns.Message, OneShot: oneShot, CreatedAt: now, UpdatedAt: now}
+			Timezone: ns.Timezone, Message: ns.Message, OneShot: oneShot, SpendCap: ns.SpendCap, CreatedAt: now, UpdatedAt: now}
 		rec.SK = prefixSched + rec.ID
 		item, err := marshal(rec)
 		if err != nil {
@@ -360,6 +386,12 @@ func (s *Store) updateSchedule(ctx context.Context, fleet, id string, actor Acto
 		}
 		set = append(set, e.n("message")+" = "+e.s(*p.Message))
 	}
+	if p.SpendCap != nil {
+		if err := checkSpendCap(*p.SpendCap); err != nil {
+			return Schedule{}, err
+		}
+		set = append(set, e.n("spendCap")+" = "+e.i(*p.SpendCap))
+	}
 	states := []string{string(ScheduleActive), string(SchedulePaused)}
 	return s.changeSchedule(ctx, fleet, id, actor, e, "SET "+strings.Join(set, ", "), states)
 }
@@ -386,7 +418,8 @@ func (s *Store) MarkScheduleRemoving(ctx context.Context, fleet, id string, acto
 
 func (s *Store) setScheduleState(ctx context.Context, fleet, id string, actor Actor, to ScheduleState) (Schedule, error) {
 	e := newExpr()
-	set := "SET " + e.n("state") + " = " + e.s(string(to)) + ", " + e.n("updatedAt") + " = " + e.t(s.now())
+	set := "SET " + e.n("state") + " = " + e.s(string(to)) + ", " + e.n("updatedAt") + " = " + e.t(s.now()) +
+		" REMOVE " + e.n("pausedWhy") // a reason is agentsfleet's own pause only (PauseScheduleBecause)
 	states := []string{string(ScheduleActive), string(SchedulePaused)}
 	if to == ScheduleRemoving {
 		states = append(states, string(ScheduleRemoving))
@@ -552,6 +585,74 @@ func (s *Store) scheduleRunnable(ctx context.Context, fleet, id, callerRunID str
 		if run.Source == SourceSchedule {
 			return Schedule{}, fault.New(fault.SchedNotRunnable, "run %s was started by schedule %s", callerRunID, run.ScheduleID)
 		}
+	}
+	return r.schedule(), nil
+}
+
+// PauseScheduleBecause is agentsfleet pausing an active schedule by itself
+// (ActorSystem), keeping reason on it (Schedule.PausedReason) until a
+// person or the fleet resumes or pauses it. A schedule already paused is
+// returned as it is, its reason unchanged; one being removed fails with
+// fault.SchedNotFound.
+func (s *Store) PauseScheduleBecause(ctx context.Context, fleet, id, reason string) (Schedule, error) {
+	e := newExpr()
+	set := "SET " + e.n("state") + " = " + e.s(string(SchedulePaused)) + ", " + e.n("updatedAt") + " = " + e.t(s.now()) +
+		", " + e.n("pausedWhy") + " = " + e.s(reason)
+	sc, err := s.changeSchedule(ctx, fleet, id, ActorSystem, e, set, []string{string(ScheduleActive)})
+	if err == nil {
+		return sc, nil
+	}
+	if cur, gerr := s.GetSchedule(ctx, fleet, id); gerr == nil && cur.State == SchedulePaused {
+		return cur, nil
+	}
+	return Schedule{}, fmt.Errorf("pause schedule %s of fleet %s: %w", id, fleet, err)
+}
+
+// AddScheduleSpend adds tokens to what the runs of a schedule spent on day
+// (yyyy-mm-dd, the caller's calendar): on the day already counted it adds,
+// on another day it starts the count afresh. Each call is one conditional
+// write, so concurrent callers neither lose nor double an addition; the
+// caller makes sure each run is added once. It returns the schedule as
+// changed; an unknown schedule fails with fault.SchedNotFound.
+func (s *Store) AddScheduleSpend(ctx context.Context, fleet, id, day string, tokens int64) (Schedule, error) {
+	var r scheduleRecord
+	err := s.retry(ctx, func() error {
+		for _, same := range []bool{true, false} {
+			e := newExpr()
+			d, tok, pk := e.n("spentDay"), e.n("spentTok"), e.n(AttrPK)
+			dayV, tokV := e.s(day), e.i(tokens)
+			update := "SET " + d + " = " + dayV + ", " + tok + " = " + tokV
+			cond := "attribute_exists(" + pk + ") AND (attribute_not_exists(" + d + ") OR " + d + " <> " + dayV + ")"
+			if same {
+				update = "SET " + tok + " = if_not_exists(" + tok + ", " + e.i(0) + ") + " + tokV
+				cond = "attribute_exists(" + pk + ") AND " + d + " = " + dayV
+			}
+			out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: &s.table, Key: schedKey(fleet, id),
+				UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
+				ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap(),
+				ReturnValues:                        types.ReturnValueAllNew,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			})
+			if old, failed := conditionFailed(err); failed {
+				item, err := s.current(ctx, schedKey(fleet, id), old)
+				if err != nil {
+					return err
+				}
+				if item == nil {
+					return fault.SchedNotFound
+				}
+				continue // the other branch holds
+			}
+			if err != nil {
+				return err
+			}
+			return unmarshal(out.Attributes, &r)
+		}
+		return errRetry // the day changed under both branches
+	})
+	if err != nil {
+		return Schedule{}, fmt.Errorf("add spend to schedule %s of fleet %s: %w", id, fleet, err)
 	}
 	return r.schedule(), nil
 }

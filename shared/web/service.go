@@ -147,6 +147,9 @@ func Specs() []tool.Spec {
 // environment, or a host list the Definition should never have held) has
 // its message screened too.
 func (s *Service) Call(ctx context.Context, req Request) (tool.Result, error) {
+	if req.Tool == ToolScrub {
+		return s.scrub(ctx, req)
+	}
 	t, ok := s.tools[req.Tool]
 	if !ok {
 		return tool.Errorf("unknown web tool %q: the web tools are %s", req.Tool, strings.Join(s.names, ", ")), nil

@@ -20,7 +20,9 @@ import (
 //	 "run_id": "run_01J…", "fleet": "acme-triage"}
 type Request struct {
 	// Tool is the tool name: webfetch, websearch, web_fetch, http_request
-	// or pushover.
+	// or pushover; or ToolScrub ("scrub"), which sends nothing and answers
+	// Arguments' text with the values of Secrets replaced by «secret:NAME»
+	// (see ToolScrub).
 	Tool string `json:"tool"`
 	// Arguments is the model's JSON arguments object, passed through as is.
 	Arguments json.RawMessage `json:"arguments"`

@@ -10,7 +10,7 @@ import (
 // Why the tools that are not built yet do not run, by tool.
 const (
 	messageNotBuilt  = "message posts to the run's Slack thread, and this version of agentsfleet does not connect to Slack yet"
-	scheduleNotBuilt = "the schedule tools come with agentsfleet's schedules, which this version does not have yet"
+	scheduleNotBuilt = "schedules are not configured here: this caller keeps no schedules, so the schedule tools and cron_run cannot run"
 	childNotBuilt    = "child agents need the runner, which runs them; this caller has none"
 )
 
@@ -38,16 +38,20 @@ func Specs() []tool.Spec {
 
 // Tools returns the control tools of one agent of a run, sorted by name.
 // update_plan hands each plan it accepts to plan, which keeps it on the
-// run; the child-agent tools do their work through agents. With agents nil,
-// and for the tools not built yet, each is tool.Unbuilt, whose Run checks
-// the arguments as the real tool will, then answers with an error result
-// saying why it is not available. Safe for concurrent use.
-func Tools(plan func(UpdatePlanArgs), agents Agents) []tool.Tool {
+// run; the child-agent tools do their work through agents, the schedule
+// tools and cron_run through schedules. With agents or schedules nil, and
+// for the tools not built yet, each is tool.Unbuilt, whose Run checks the
+// arguments as the real tool will, then answers with an error result saying
+// why it is not available. Safe for concurrent use.
+func Tools(plan func(UpdatePlanArgs), agents Agents, schedules Schedules) []tool.Tool {
 	specs := Specs()
 	tools := make([]tool.Tool, len(specs))
-	var kids map[string]tool.Tool
+	var kids, scheds map[string]tool.Tool
 	if agents != nil {
 		kids = agentTools(agents)
+	}
+	if schedules != nil {
+		scheds = scheduleTools(schedules)
 	}
 	for i, s := range specs {
 		switch {
@@ -59,6 +63,8 @@ func Tools(plan func(UpdatePlanArgs), agents Agents) []tool.Tool {
 			tools[i] = kids[s.Name()]
 		case IsAgentTool(s.Name()):
 			tools[i] = tool.Unbuilt(s, childNotBuilt)
+		case IsScheduleTool(s.Name()) && scheds != nil:
+			tools[i] = scheds[s.Name()]
 		default:
 			tools[i] = tool.Unbuilt(s, scheduleNotBuilt)
 		}

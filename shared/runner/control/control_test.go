@@ -48,7 +48,7 @@ func TestSpecsAreTheCatalogsRunnerTools(t *testing.T) {
 	if !slices.IsSorted(got) {
 		t.Errorf("Specs() is not sorted by name: %v", got)
 	}
-	if tools := tool.Names(control.Tools(nil, nil)); !slices.Equal(tools, want) {
+	if tools := tool.Names(control.Tools(nil, nil, nil)); !slices.Equal(tools, want) {
 		t.Errorf("Tools() names = %v, want %v", tools, want)
 	}
 }
@@ -216,7 +216,7 @@ func TestToolsAreNotBuilt(t *testing.T) {
 		"update_plan":     `{"plan":[{"step":"a","status":"pending"}]}`,
 		"wait_agent":      `{"child_id":"c1","timeout_seconds":5}`,
 	}
-	for _, tl := range control.Tools(nil, nil) {
+	for _, tl := range control.Tools(nil, nil, nil) {
 		if tl.Name() == "update_plan" {
 			continue // built: TestUpdatePlan
 		}
@@ -254,5 +254,58 @@ func TestUpdatePlan(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Explanation != "start" || len(got[0].Plan) != 2 || got[0].Plan[0].Status != control.StepInProgress {
 		t.Errorf("recorded %+v; want the one accepted plan", got)
+	}
+}
+
+// scheduleBook is an in-memory control.Schedules that answers with the
+// tool it was reached as and its decoded arguments.
+type scheduleBook struct{}
+
+func (scheduleBook) answer(name string, a any) (tool.Result, error) {
+	b, _ := json.Marshal(a)
+	return tool.Text(name + " " + string(b)), nil
+}
+func (s scheduleBook) Create(_ context.Context, a control.ScheduleCreateArgs) (tool.Result, error) {
+	return s.answer("create", a)
+}
+func (s scheduleBook) List(_ context.Context, a control.ScheduleListArgs) (tool.Result, error) {
+	return s.answer("list", a)
+}
+func (s scheduleBook) Update(_ context.Context, a control.ScheduleUpdateArgs) (tool.Result, error) {
+	return s.answer("update", a)
+}
+func (s scheduleBook) Delete(_ context.Context, a control.ScheduleDeleteArgs) (tool.Result, error) {
+	return s.answer("delete", a)
+}
+func (s scheduleBook) Run(_ context.Context, a control.CronRunArgs) (tool.Result, error) {
+	return s.answer("run", a)
+}
+
+// TestScheduleToolsBound: with a Schedules, each schedule tool reaches its
+// method with the decoded arguments (defaults applied), and schedule_update
+// without a change is refused before it.
+func TestScheduleToolsBound(t *testing.T) {
+	t.Parallel()
+	tools := map[string]tool.Tool{}
+	for _, tl := range control.Tools(nil, nil, scheduleBook{}) {
+		tools[tl.Name()] = tl
+	}
+	for _, tc := range []struct{ name, args, want string }{
+		{"schedule_create", `{"expression":"rate(1 day)","message":"m"}`, `create {"expression":"rate(1 day)","message":"m","timezone":"UTC"}`},
+		{"schedule_list", `{}`, `list {}`},
+		{"schedule_update", `{"schedule_id":"sch_1","paused":false}`, `update {"schedule_id":"sch_1","paused":false}`},
+		{"schedule_update", `{"schedule_id":"sch_1"}`, "schedule_update: give schedule_id and at least one of expression, message, timezone or paused"},
+		{"schedule_delete", `{"schedule_id":"sch_1"}`, `delete {"schedule_id":"sch_1"}`},
+		{"cron_run", `{"schedule_id":"sch_1"}`, `run {"schedule_id":"sch_1"}`},
+		{"cron_run", `{}`, `cron_run: argument "schedule_id" is required`},
+	} {
+		res, err := tools[tc.name].Run(context.Background(), json.RawMessage(tc.args))
+		if err != nil || !strings.HasPrefix(res.Output, tc.want) {
+			t.Errorf("%s(%s) = %q, %v; want %q", tc.name, tc.args, res.Output, err, tc.want)
+		}
+	}
+	// The child-agent tools stay unbuilt without Agents.
+	if res, _ := tools["list_agents"].Run(context.Background(), json.RawMessage(`{}`)); !res.IsError {
+		t.Errorf("list_agents without Agents = %q; want an error result", res.Output)
 	}
 }

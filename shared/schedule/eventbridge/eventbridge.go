@@ -56,16 +56,31 @@ const (
 )
 
 // Payload is the Input every agentsfleet schedule sends its target, the
-// schedule function: {"fleet": "...", "schedule_id": "..."}.
+// schedule function: {"fleet": "...", "schedule_id": "...",
+// "scheduled_time": "..."}.
 type Payload struct {
 	Fleet      string `json:"fleet"`
 	ScheduleID string `json:"schedule_id"`
+	// ScheduledTime is the firing's due time, RFC 3339. Registered schedules
+	// carry ScheduledTimeAttribute, which Scheduler (and the local clock)
+	// replaces with the due time on each invocation, so that a delivery
+	// and its retries name the same firing. Optional: empty in payloads
+	// written before it existed.
+	ScheduledTime string `json:"scheduled_time,omitempty"`
 }
 
-// Marshal returns the payload's JSON.
+// ScheduledTimeAttribute is Scheduler's context attribute for the due time
+// of the invocation, replaced in the target's Input.
+const ScheduledTimeAttribute = "<aws.scheduler.scheduled-time>"
+
+// Marshal returns the payload's JSON. '<' and '>' stay as they are (no
+// HTML escaping), so that Scheduler sees its context attributes.
 func (p Payload) Marshal() []byte {
-	b, _ := json.Marshal(p) // two strings: cannot fail
-	return b
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p) // three strings: cannot fail
+	return []byte(strings.TrimSuffix(buf.String(), "\n"))
 }
 
 // ParsePayload reads a Payload, refusing one without a fleet or a
@@ -138,7 +153,7 @@ func New(client *scheduler.Client, cfg Config) (*Scheduler, error) {
 	case client == nil:
 		return nil, errors.New("eventbridge scheduler: no client")
 	case !nameRE.MatchString(cfg.Group):
-		return nil, fmt.Errorf("eventbridge scheduler: group name %q: want 1 to 64 characters of 0-9 a-z A-Z - _ .", cfg.Group)
+		return nil, fmt.Errorf("eventbridge scheduler: group name %q: want 1 to 64 of the characters 0-9 a-z A-Z - _ and . (dot)", cfg.Group)
 	case cfg.TargetARN == "" || cfg.RoleARN == "":
 		return nil, fmt.Errorf("eventbridge scheduler group %s: want the target ARN and the role ARN", cfg.Group)
 	}
@@ -355,4 +370,26 @@ func clean(s string, n int) string {
 		}
 	}
 	return string(b)
+}
+
+// The settings ConfigFromEnv reads.
+const (
+	EnvGroup  = "AGENTSFLEET_SCHEDULE_GROUP"
+	EnvTarget = "AGENTSFLEET_SCHEDULE_TARGET_ARN"
+	EnvRole   = "AGENTSFLEET_SCHEDULE_ROLE_ARN"
+)
+
+// ConfigFromEnv reads a Config from EnvGroup, EnvTarget and EnvRole: all
+// three, or none (ok false: this deployment has no schedules). Some but not
+// all is an error naming them.
+func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	cfg = Config{Group: get(EnvGroup), TargetARN: get(EnvTarget), RoleARN: get(EnvRole)}
+	switch {
+	case cfg.Group == "" && cfg.TargetARN == "" && cfg.RoleARN == "":
+		return Config{}, false, nil
+	case cfg.Group == "" || cfg.TargetARN == "" || cfg.RoleARN == "":
+		return Config{}, false, fmt.Errorf("%s, %s and %s go together: set all three or none", EnvGroup, EnvTarget, EnvRole)
+	}
+	return cfg, true, nil
 }

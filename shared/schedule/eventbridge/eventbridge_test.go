@@ -333,3 +333,19 @@ func TestParsePayload(t *testing.T) {
 		}
 	}
 }
+
+// TestPayloadScheduledTime: the scheduled-time attribute is written as
+// Scheduler must see it, '<' and '>' unescaped, and read back once filled.
+func TestPayloadScheduledTime(t *testing.T) {
+	t.Parallel()
+	in := eventbridge.Payload{Fleet: "ops", ScheduleID: "sch_1", ScheduledTime: eventbridge.ScheduledTimeAttribute}
+	want := `{"fleet":"ops","schedule_id":"sch_1","scheduled_time":"<aws.scheduler.scheduled-time>"}`
+	if got := string(in.Marshal()); got != want {
+		t.Fatalf("Marshal = %s, want %s", got, want)
+	}
+	filled := strings.Replace(want, eventbridge.ScheduledTimeAttribute, "2030-01-31T09:00:00Z", 1)
+	p, err := eventbridge.ParsePayload([]byte(filled))
+	if err != nil || p.ScheduledTime != "2030-01-31T09:00:00Z" || p.ScheduleID != "sch_1" {
+		t.Fatalf("ParsePayload(%s) = %+v, %v", filled, p, err)
+	}
+}

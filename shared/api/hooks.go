@@ -1,0 +1,52 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// hook is POST /v1/hooks/{fleet}: a delivery signed with the fleet's
+// webhook secret (DESIGN.md §11) starts a run whose input is the body
+// (JSON indented). It is checked before anything else is read or written:
+// no key, a wrong or stale signature answers 401, a fleet without a secret
+// 404 (an unknown fleet alike, so that senders learn nothing), and a
+// signature seen before 409.
+//
+// The replay guard is the run's idempotency key (the delivery's canonical
+// signature, kept a day, longer than the 5 minutes a signature is valid):
+// the run and the guard are one write, so a delivery is never recorded
+// without its run, nor run twice.
+func (a *API) hook(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("fleet")
+	body, err := readBody(r, MaxHookBody)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	secret, err := a.cfg.Store.WebhookSecret(ctx, name)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	sig, err := webhook.Verify(secret, r.Header, body, a.cfg.Now())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	run, created, err := runner.Start(ctx, a.cfg.Store, a.cfg.Invoker, store.NewRun{Fleet: name, Source: store.SourceWebhook,
+		Input: prettyInput(body), Idempotency: &store.IdempotencyKey{Scope: "webhook:" + name, Key: sig}})
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if !created {
+		a.fail(w, r, fault.New(fault.HookReplayed, "this delivery was received before: it started run %s", run.ID))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID})
+}

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// startRun is POST /v1/fleets/{name}/runs. With an Idempotency-Key header a
+// retry (by the same key, within a day) gets the first run back.
+func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
+	var req StartRequest
+	if err := decode(r, &req); err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case req.Input == nil:
+		return 0, nil, needed("input")
+	case len(*req.Input) > store.MaxBlobBytes:
+		return 0, nil, fault.New(fault.RequestInvalid, "field \"input\" is %d bytes; at most %d", len(*req.Input), store.MaxBlobBytes)
+	case req.ConversationID != "":
+		return 0, nil, fault.New(fault.RequestInvalid, "field \"conversation_id\": runs that continue a conversation are not built yet in this version; leave it out")
+	}
+	nr := store.NewRun{Fleet: r.PathValue("name"), Source: store.SourceAPI, Input: []byte(*req.Input)}
+	if err := a.checkCallback(r.Context(), nr.Fleet, req.CallbackURL); err != nil {
+		return 0, nil, err
+	}
+	nr.CallbackURL = req.CallbackURL
+	if k := r.Header.Get("Idempotency-Key"); k != "" {
+		nr.Idempotency = &store.IdempotencyKey{Scope: "api:" + key.ID, Key: k}
+	}
+	run, _, err := runner.Start(r.Context(), a.cfg.Store, a.cfg.Invoker, nr)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusAccepted, RunStarted{RunID: run.ID, Status: run.Status}, nil
+}
+
+// checkCallback checks a callback_url: allowed by the egress policy, and
+// signable (the fleet has a webhook secret).
+func (a *API) checkCallback(ctx context.Context, fleetName, u string) error {
+	if u == "" {
+		return nil
+	}
+	if a.cfg.Callbacks == nil {
+		return fault.New(fault.RequestInvalid, "field \"callback_url\": this deployment sends no callbacks")
+	}
+	if err := a.cfg.Callbacks.Check(u); err != nil {
+		return fault.New(fault.RequestInvalid, "field \"callback_url\": %v", err)
+	}
+	_, err := a.cfg.Store.WebhookSecret(ctx, fleetName)
+	if errors.Is(err, fault.HookNoSecret) {
+		if _, ferr := a.cfg.Store.GetFleet(ctx, fleetName); ferr != nil {
+			return ferr
+		}
+		return fault.New(fault.RequestInvalid, "field \"callback_url\": callbacks are signed with the fleet's webhook secret, and fleet %s has none yet: POST /v1/fleets/%s/webhook-secret first", fleetName, fleetName)
+	}
+	return err
+}
+
+func summaryOf(s store.RunSummary) RunSummary {
+	return RunSummary{RunID: s.ID, Fleet: s.Fleet, Status: s.Status, Source: s.Source, Revision: s.Revision,
+		ScheduleID: s.ScheduleID, CreatedAt: s.CreatedAt, StatusAt: s.StatusAt}
+}
+
+func (a *API) listRuns(r *http.Request, _ store.Key) (int, any, error) {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.Context()
+	name := r.PathValue("name")
+	if _, err := a.cfg.Store.GetFleet(ctx, name); err != nil {
+		return 0, nil, err
+	}
+	page, err := a.cfg.Store.ListRuns(ctx, name, r.URL.Query().Get("cursor"), limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]RunSummary, len(page.Runs))
+	for i, s := range page.Runs {
+		out[i] = summaryOf(s)
+	}
+	return http.StatusOK, RunPage{Runs: out, Next: page.Next}, nil
+}
+
+func (a *API) getRun(r *http.Request, _ store.Key) (int, any, error) {
+	body, err := RunResult(r.Context(), a.cfg.Store, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, body, nil
+}
+
+// RunResult is a run as GET /v1/runs/{id} shows it: its answer, error and
+// usage read from its run.ended once it has ended.
+func RunResult(ctx context.Context, st *store.Store, id string) (Run, error) {
+	run, err := st.GetRun(ctx, id)
+	if err != nil {
+		return Run{}, err
+	}
+	body := Run{RunSummary: summaryOf(run.RunSummary), Reason: run.StatusReason,
+		Usage: runner.Usage{ToolCalls: run.Spent.ToolCalls}}
+	if run.Events > 0 {
+		evs, _, err := st.ListEvents(ctx, id, run.Events, 1)
+		if err != nil {
+			return Run{}, err
+		}
+		if len(evs) == 1 && evs[0].Type == runner.EventRunEnded {
+			var end runner.RunEnded
+			if err := json.Unmarshal(evs[0].Data, &end); err == nil {
+				body.Answer, body.Error, body.Usage = end.Answer, end.Error, end.Usage
+			}
+		}
+	}
+	return body, nil
+}
+
+// MaxEventsPage is the most events one GET …/events returns.
+const MaxEventsPage = 500
+
+// listEvents is GET /v1/runs/{id}/events?after=N: the events with seq above
+// N (0: from the start), at most limit (100, at most MaxEventsPage). next
+// is the after of the following page: the last seq returned, or N again
+// when there is nothing new yet.
+func (a *API) listEvents(r *http.Request, _ store.Key) (int, any, error) {
+	after := int64(0)
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, nil, fault.New(fault.RequestInvalid, "after must be a whole number from 0, not %q", v)
+		}
+		after = n
+	}
+	limit, err := pageLimit(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	limit = min(max(limit, 0), MaxEventsPage)
+	evs, _, err := a.cfg.Store.ListEvents(r.Context(), r.PathValue("id"), after+1, limit)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make([]runner.Event, len(evs))
+	next := after
+	for i, ev := range evs {
+		out[i] = runner.Event{Seq: ev.Seq, Type: ev.Type, Time: ev.At.UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}
+		next = ev.Seq
+	}
+	return http.StatusOK, EventPage{Events: out, Next: next}, nil
+}
+
+// cancelRun is POST /v1/runs/{id}/cancel: a queued, running or waiting run
+// is cancelled (its runner notices between turns); an ended one answers
+// 409 saying how it ended.
+func (a *API) cancelRun(r *http.Request, _ store.Key) (int, any, error) {
+	run, err := a.cfg.Store.Transition(r.Context(), r.PathValue("id"), store.StatusCancelled, "cancelled through the API")
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, RunStarted{RunID: run.ID, Status: run.Status}, nil
+}
+
+// prettyInput is a webhook body as a run's input: JSON indented (its keys
+// and numbers as they came), anything else as it came.
+func prettyInput(body []byte) []byte {
+	var buf bytes.Buffer
+	if json.Indent(&buf, bytes.TrimSpace(body), "", "  ") != nil {
+		return body
+	}
+	return buf.Bytes()
+}

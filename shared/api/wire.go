@@ -1,0 +1,162 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// The shapes of the API's requests and answers (DESIGN.md §11), in one
+// place: the handlers answer with them and shared/api/client decodes them.
+// Run events are runner.Event; errors are {"error": {"code", "message"}}.
+
+// Fleet is a fleet as the API shows it.
+type Fleet struct {
+	Name      string    `json:"name"`
+	Revision  int64     `json:"revision"`
+	Paused    bool      `json:"paused"`
+	Hash      string    `json:"hash"`
+	Schedules int       `json:"schedules"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Definition is the current revision's, as canonical JSON; only Fleet
+	// (one fleet) fills it.
+	Definition json.RawMessage `json:"definition,omitempty"`
+}
+
+// FleetPage is a page of fleets; Next is the cursor of the next page, ""
+// after the last.
+type FleetPage struct {
+	Fleets []Fleet `json:"fleets"`
+	Next   string  `json:"next"`
+}
+
+// Applied is the answer to ApplyFleet: the fleet's revision now, and
+// whether the Definition was the one it already ran (no new revision).
+type Applied struct {
+	Name      string `json:"name"`
+	Revision  int64  `json:"revision"`
+	Unchanged bool   `json:"unchanged,omitempty"`
+}
+
+// RunStarted is the answer to a run start, a schedule's run or a cancel.
+type RunStarted struct {
+	RunID  string       `json:"run_id"`
+	Status store.Status `json:"status"`
+}
+
+// RunSummary is a run in a list.
+type RunSummary struct {
+	RunID      string       `json:"run_id"`
+	Fleet      string       `json:"fleet"`
+	Status     store.Status `json:"status"`
+	Source     store.Source `json:"source"`
+	Revision   int64        `json:"revision"`
+	ScheduleID string       `json:"schedule_id,omitempty"`
+	CreatedAt  time.Time    `json:"created_at"`
+	StatusAt   time.Time    `json:"status_at"`
+}
+
+// Run is one run: its summary, and once it has ended its answer, error and
+// usage.
+type Run struct {
+	RunSummary
+	Answer string           `json:"answer"`
+	Error  *runner.RunError `json:"error"`
+	Usage  runner.Usage     `json:"usage"`
+	Reason string           `json:"reason,omitempty"`
+}
+
+// RunPage is a page of a fleet's runs, newest first.
+type RunPage struct {
+	Runs []RunSummary `json:"runs"`
+	Next string       `json:"next"`
+}
+
+// Schedule is a schedule as the API shows it.
+type Schedule struct {
+	ScheduleID string              `json:"schedule_id"`
+	Fleet      string              `json:"fleet"`
+	Source     store.Actor         `json:"source"`
+	CreatedBy  string              `json:"created_by,omitempty"`
+	State      store.ScheduleState `json:"state"`
+	Expression string              `json:"expression"`
+	Timezone   string              `json:"timezone"`
+	Message    string              `json:"message"`
+	OneShot    bool                `json:"one_shot"`
+	CreatedAt  time.Time           `json:"created_at"`
+	UpdatedAt  time.Time           `json:"updated_at"`
+}
+
+// NewSchedule is a schedule to create. Expression is EventBridge
+// Scheduler's: cron(…), rate(…) or at(yyyy-mm-ddThh:mm:ss); Timezone an
+// IANA name ("": UTC); SpendCap the tokens a day its runs may spend (0:
+// none).
+type NewSchedule struct {
+	Expression string `json:"expression"`
+	Message    string `json:"message"`
+	Timezone   string `json:"timezone,omitempty"`
+	SpendCap   int64  `json:"spend_cap_tokens,omitempty"`
+}
+
+// SchedulePatch is a change to a schedule: the fields that are not nil.
+type SchedulePatch struct {
+	Expression *string `json:"expression,omitempty"`
+	Message    *string `json:"message,omitempty"`
+	Timezone   *string `json:"timezone,omitempty"`
+	Paused     *bool   `json:"paused,omitempty"`
+	SpendCap   *int64  `json:"spend_cap_tokens,omitempty"`
+}
+
+// Key is an API key as the API lists it; never its secret.
+type Key struct {
+	KeyID      string     `json:"key_id"`
+	Name       string     `json:"name"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Revoked    bool       `json:"revoked"`
+}
+
+// NewKey is a key just created; Key, its secret, is shown this once.
+type NewKey struct {
+	KeyID  string   `json:"key_id"`
+	Key    string   `json:"key"`
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// Ended reports whether the run has ended: succeeded, failed or cancelled.
+func (r RunSummary) Ended() bool {
+	switch r.Status {
+	case store.StatusSucceeded, store.StatusFailed, store.StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// StartRequest is POST /v1/fleets/{name}/runs's body.
+type StartRequest struct {
+	Input          *string `json:"input"`
+	ConversationID string  `json:"conversation_id,omitempty"`
+	CallbackURL    string  `json:"callback_url,omitempty"`
+}
+
+// EventPage is GET /v1/runs/{id}/events: events after the asked seq, and
+// next, the after of the following page.
+type EventPage struct {
+	Events []runner.Event `json:"events"`
+	Next   int64          `json:"next"`
+}
+
+// KeyPage is GET /v1/keys.
+type KeyPage struct {
+	Keys []Key `json:"keys"`
+}
+
+// SchedulePage is GET /v1/fleets/{name}/schedules.
+type SchedulePage struct {
+	Schedules []Schedule `json:"schedules"`
+}

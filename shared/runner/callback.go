@@ -1,0 +1,41 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+)
+
+// deliverCallback sends the ended run's result to its callback_url, signed
+// with the fleet's webhook secret, retried as Config.Callbacks says. A
+// delivery that fails in the end is logged: the run's result stays in the
+// API either way.
+func (x *execution) deliverCallback(ctx context.Context) {
+	if x.child != nil || x.run.CallbackURL == "" || x.st.Ended == nil {
+		return
+	}
+	log := x.r.log.With("run_id", x.run.ID, "callback", x.run.CallbackURL)
+	if x.r.cfg.Callbacks == nil {
+		log.Warn("the run has a callback URL and this runner sends no callbacks")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callback.DefaultMaxElapsed+time.Minute)
+	defer cancel()
+	secret, err := x.r.cfg.Store.WebhookSecret(ctx, x.run.Fleet)
+	if err != nil {
+		log.Warn("no webhook secret to sign the callback with", "error", err)
+		return
+	}
+	e := x.st.Ended
+	res := callback.Result{RunID: x.run.ID, Fleet: x.run.Fleet, Status: string(e.Status), Source: string(x.run.Source),
+		Answer: e.Answer, Usage: callback.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, ToolCalls: e.Usage.ToolCalls}}
+	if e.Error != nil {
+		res.Error = &callback.Error{Code: e.Error.Code, Message: e.Error.Message}
+	}
+	if err := x.r.cfg.Callbacks.Deliver(ctx, x.run.CallbackURL, secret, res); err != nil {
+		log.Warn("the callback was not delivered", "error", err)
+		return
+	}
+	log.Info("delivered the callback")
+}

@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/runner/control"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+)
+
+// ScheduleBook is what the runner needs of the fleets' schedules: every
+// method acts as the fleet (store.ActorFleet), for the run calling it.
+// Package schedule/keeper implements it over the store and EventBridge
+// Scheduler; the runner does not import it (the keeper starts runs through
+// Start). Errors carrying a product code (shared/fault) are answered to the
+// model as error results; any other error is the environment failing.
+type ScheduleBook interface {
+	// CreateSchedule creates a schedule of fleet with source fleet,
+	// created by the run runID.
+	CreateSchedule(ctx context.Context, fleet, runID string, a control.ScheduleCreateArgs) (store.Schedule, error)
+	// ListSchedules lists the fleet's schedules, people's and its own.
+	ListSchedules(ctx context.Context, fleet string) ([]store.Schedule, error)
+	// UpdateSchedule changes (or pauses, or resumes) a schedule.
+	UpdateSchedule(ctx context.Context, fleet string, a control.ScheduleUpdateArgs) (store.Schedule, error)
+	// DeleteSchedule deletes a schedule.
+	DeleteSchedule(ctx context.Context, fleet, id string) error
+	// RunSchedule starts a run of a schedule now (cron_run), refused when
+	// callerRunID was itself started by a schedule.
+	RunSchedule(ctx context.Context, fleet, id, callerRunID string) (store.Run, error)
+	// ScheduleRunEnded hears that a run a schedule started has ended, with
+	// what it spent. It is safe to call more than once for a run.
+	ScheduleRunEnded(ctx context.Context, run store.Run) error
+}
+
+// schedules is control.Schedules for one execution, over the ScheduleBook.
+type schedules struct{ x *execution }
+
+var _ control.Schedules = schedules{}
+
+// schedules returns the schedule tools' backing for x, nil when the runner
+// has no ScheduleBook (a nil interface, so that the tools are unbuilt).
+func (x *execution) schedules() control.Schedules {
+	if x.r.cfg.Schedules == nil {
+		return nil
+	}
+	return schedules{x: x}
+}
+
+// scheduleAnswer is a schedule as the tools answer it, as JSON.
+type scheduleAnswer struct {
+	ScheduleID   string              `json:"schedule_id"`
+	Source       store.Actor         `json:"source"`
+	State        store.ScheduleState `json:"state"`
+	Expression   string              `json:"expression"`
+	Timezone     string              `json:"timezone"`
+	Message      string              `json:"message"`
+	PausedReason string              `json:"paused_reason,omitempty"`
+}
+
+func scheduleOf(sc store.Schedule) scheduleAnswer {
+	return scheduleAnswer{ScheduleID: sc.ID, Source: sc.Source, State: sc.State, Expression: sc.Expression,
+		Timezone: sc.Timezone, Message: sc.Message, PausedReason: sc.PausedReason}
+}
+
+func jsonResult(v any) tool.Result {
+	b, _ := json.MarshalIndent(v, "", "  ") // plain data: cannot fail
+	return tool.Text(string(b))
+}
+
+// bookError turns the book's error into what the model sees: a product
+// code is an error result naming it (and only the code's message, not the
+// trace around it); anything else is the environment failing.
+func bookError(name string, err error) (tool.Result, error) {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return tool.Errorf("%s: %v", name, fe), nil
+	}
+	if c, ok := fault.CodeOf(err); ok {
+		return tool.Errorf("%s: %v", name, c), nil
+	}
+	return tool.Result{}, fmt.Errorf("%s: %w", name, err)
+}
+
+func (s schedules) Create(ctx context.Context, a control.ScheduleCreateArgs) (tool.Result, error) {
+	sc, err := s.x.r.cfg.Schedules.CreateSchedule(ctx, s.x.run.Fleet, s.x.run.ID, a)
+	if err != nil {
+		return bookError(control.ScheduleCreateSpec.Name(), err)
+	}
+	return jsonResult(scheduleOf(sc)), nil
+}
+
+func (s schedules) List(ctx context.Context, _ control.ScheduleListArgs) (tool.Result, error) {
+	list, err := s.x.r.cfg.Schedules.ListSchedules(ctx, s.x.run.Fleet)
+	if err != nil {
+		return bookError(control.ScheduleListSpec.Name(), err)
+	}
+	out := struct {
+		Schedules []scheduleAnswer `json:"schedules"`
+	}{Schedules: make([]scheduleAnswer, len(list))}
+	for i, sc := range list {
+		out.Schedules[i] = scheduleOf(sc)
+	}
+	return jsonResult(out), nil
+}
+
+func (s schedules) Update(ctx context.Context, a control.ScheduleUpdateArgs) (tool.Result, error) {
+	sc, err := s.x.r.cfg.Schedules.UpdateSchedule(ctx, s.x.run.Fleet, a)
+	if err != nil {
+		return bookError(control.ScheduleUpdateSpec.Name(), err)
+	}
+	return jsonResult(scheduleOf(sc)), nil
+}
+
+func (s schedules) Delete(ctx context.Context, a control.ScheduleDeleteArgs) (tool.Result, error) {
+	if err := s.x.r.cfg.Schedules.DeleteSchedule(ctx, s.x.run.Fleet, a.ScheduleID); err != nil {
+		return bookError(control.ScheduleDeleteSpec.Name(), err)
+	}
+	return jsonResult(struct {
+		ScheduleID string `json:"schedule_id"`
+		Deleted    bool   `json:"deleted"`
+	}{a.ScheduleID, true}), nil
+}
+
+func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (tool.Result, error) {
+	run, err := s.x.r.cfg.Schedules.RunSchedule(ctx, s.x.run.Fleet, a.ScheduleID, s.x.run.ID)
+	if err != nil {
+		return bookError(control.CronRunSpec.Name(), err)
+	}
+	return jsonResult(struct {
+		RunID      string       `json:"run_id"`
+		ScheduleID string       `json:"schedule_id"`
+		Status     store.Status `json:"status"`
+	}{run.ID, a.ScheduleID, run.Status}), nil
+}
+
+// scheduleRunEnded tells the ScheduleBook that a run a schedule started has
+// ended, with what it spent (its children's spending included, as the store
+// counts it). settle calls it; a failure is logged, not returned: the run
+// has ended either way, and only the schedule's spend cap misses it.
+func (x *execution) scheduleRunEnded(ctx context.Context) {
+	if x.r.cfg.Schedules == nil || x.child != nil || x.run.Source != store.SourceSchedule {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID)
+	if err == nil {
+		err = x.r.cfg.Schedules.ScheduleRunEnded(ctx, run)
+	}
+	if err != nil {
+		x.r.log.Error("schedule spend not counted", "run_id", x.run.ID, "schedule_id", x.run.ScheduleID, "error", err)
+	}
+}

@@ -1,0 +1,50 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// Start records a run and starts the runner on it: how every door (the
+// HTTP API, webhooks, Slack, schedules) starts a run. The run pins the
+// fleet's current revision, and takes its Definition's budget unless nr
+// sets Limits.
+//
+// With nr.Idempotency, a retry returns the first run with created false;
+// one still queued (its first invocation may have been lost) gets the
+// runner invoked again, which is harmless: an invocation finding the run
+// leased or started goes on from where it is. The store's errors come back
+// as they are (fault.FleetNotFound, fault.FleetPaused, …); an invocation
+// that fails leaves the run queued and is an error.
+func Start(ctx context.Context, st *store.Store, inv invoke.Invoker, nr store.NewRun) (run store.Run, created bool, err error) {
+	if nr.Revision == 0 {
+		rev, err := st.CurrentRevision(ctx, nr.Fleet)
+		if err != nil {
+			return store.Run{}, false, fmt.Errorf("start a run of %s: %w", nr.Fleet, err)
+		}
+		nr.Revision = rev.Number
+		if nr.Limits == (store.Budget{}) {
+			def, err := fleet.ParseJSON(rev.Definition)
+			if err != nil {
+				return store.Run{}, false, fmt.Errorf("start a run of %s: revision %d cannot be read: %w", nr.Fleet, rev.Number, err)
+			}
+			nr.Limits = store.Budget{Tokens: def.Limits.Budget.Tokens, ToolCalls: int64(def.Limits.Budget.ToolCalls)}
+		}
+	}
+	run, created, err = st.CreateRun(ctx, nr)
+	if err != nil {
+		return store.Run{}, false, err
+	}
+	if created || run.Status == store.StatusQueued {
+		payload, _ := json.Marshal(Payload{RunID: run.ID})
+		if err := inv.Start(ctx, invoke.Runner, payload); err != nil {
+			return run, created, fmt.Errorf("start the runner on run %s: %w", run.ID, err)
+		}
+	}
+	return run, created, nil
+}

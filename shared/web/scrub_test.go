@@ -1,0 +1,68 @@
+package web_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/web"
+)
+
+// TestScrub: the scrub request answers the text with every value of the
+// fleet's secrets (read from Secrets Manager) replaced by its reference,
+// encodings included, over the Lambda payload as well.
+func TestScrub(t *testing.T) {
+	t.Parallel()
+	ids, src := storeSecrets(t)
+	svc, err := web.NewService(web.Config{Secrets: src, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "check the repo with " + ghToken + ", then log in as admin:" + url.QueryEscape(dbPass) +
+		" (or " + base64.StdEncoding.EncodeToString([]byte(ghToken)) + "); «secret:GH_TOKEN» stays"
+	want := "check the repo with «secret:GH_TOKEN», then log in as admin:«secret:DB_PASS» (or «secret:GH_TOKEN»); «secret:GH_TOKEN» stays"
+	payload, _ := json.Marshal(web.ScrubRequest("acme", ids, text))
+	out, err := svc.Invoke(t.Context(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Output  string `json:"output"`
+		IsError bool   `json:"is_error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || res.Output != want {
+		t.Fatalf("scrub answered %+v\nwant %q", res, want)
+	}
+
+	// No secrets: the text as it is, nothing read.
+	before := src.count()
+	got, err := svc.Call(t.Context(), web.ScrubRequest("acme", nil, text))
+	if err != nil || got.Output != text || src.count() != before {
+		t.Fatalf("scrub without secrets = %+v, %v (reads %d → %d)", got, err, before, src.count())
+	}
+}
+
+func TestScrubRefusals(t *testing.T) {
+	t.Parallel()
+	svc, err := web.NewService(web.Config{Secrets: secret.Map{}, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{`{}`, `{"text": 3}`, `[]`, ``} {
+		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolScrub, Arguments: json.RawMessage(args)})
+		if err != nil || !res.IsError || !strings.Contains(res.Output, `{"text": "…"}`) {
+			t.Errorf("scrub(%s) = %+v, %v; want an error result", args, res, err)
+		}
+	}
+	// A secret that cannot be read: no text comes back.
+	res, err := svc.Call(t.Context(), web.ScrubRequest("acme", map[string]string{"GONE": "no/such/secret"}, "text"))
+	if err == nil || res.Output != "" {
+		t.Fatalf("scrub with an unreadable secret = %+v, %v; want an error and no text", res, err)
+	}
+}
