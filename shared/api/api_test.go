@@ -217,7 +217,7 @@ func TestBadRequestsSayWhatIsWrong(t *testing.T) {
 		{"unknown field", "POST", "/v1/fleets/ops/runs", `{"input": "x", "inptu": 1}`, 400, "UZ-REQ-400", `unknown field "inptu"`},
 		{"not JSON", "POST", "/v1/fleets/ops/runs", `{"input": `, 400, "UZ-REQ-400", "not what POST"},
 		{"trailing data", "POST", "/v1/fleets/ops/runs", `{"input": "x"} {}`, 400, "UZ-REQ-400", "nothing after it"},
-		{"conversation", "POST", "/v1/fleets/ops/runs", `{"input": "x", "conversation_id": "c1"}`, 400, "UZ-REQ-400", "conversation_id"},
+		{"unknown conversation", "POST", "/v1/fleets/ops/runs", `{"input": "x", "conversation_id": "run_nope"}`, 400, "UZ-REQ-400", "no run run_nope of fleet ops to continue"},
 		{"callback without sender", "POST", "/v1/fleets/ops/runs", `{"input": "x", "callback_url": "https://example.com/cb"}`, 400, "UZ-REQ-400", "callback_url"},
 		{"unknown fleet", "POST", "/v1/fleets/nope/runs", `{"input": "x"}`, 404, "UZ-AGT-404", ""},
 		{"unknown run", "GET", "/v1/runs/run_nope", nil, 404, "UZ-RUN-404", ""},

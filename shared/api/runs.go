@@ -26,10 +26,9 @@ func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
 		return 0, nil, needed("input")
 	case len(*req.Input) > store.MaxBlobBytes:
 		return 0, nil, fault.New(fault.RequestInvalid, "field \"input\" is %d bytes; at most %d", len(*req.Input), store.MaxBlobBytes)
-	case req.ConversationID != "":
-		return 0, nil, fault.New(fault.RequestInvalid, "field \"conversation_id\": runs that continue a conversation are not built yet in this version; leave it out")
 	}
-	nr := store.NewRun{Fleet: r.PathValue("name"), Source: store.SourceAPI, Input: []byte(*req.Input)}
+	// conversation_id is the run whose conversation this one goes on with.
+	nr := store.NewRun{Fleet: r.PathValue("name"), Source: store.SourceAPI, Input: []byte(*req.Input), Continues: req.ConversationID}
 	if err := a.checkCallback(r.Context(), nr.Fleet, req.CallbackURL); err != nil {
 		return 0, nil, err
 	}

@@ -26,6 +26,7 @@ var _ Schedules = (*keeper.Keeper)(nil)
 func scheduleOf(s store.Schedule) Schedule {
 	return Schedule{ScheduleID: s.ID, Fleet: s.Fleet, Source: s.Source, CreatedBy: s.CreatedBy, State: s.State,
 		Expression: s.Expression, Timezone: s.Timezone, Message: s.Message, OneShot: s.OneShot,
+		SpendCap: s.SpendCap, SpentDay: s.SpentDay, SpentTokens: s.SpentTokens, PausedReason: s.PausedReason,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 

@@ -86,8 +86,16 @@ type Schedule struct {
 	Timezone   string              `json:"timezone"`
 	Message    string              `json:"message"`
 	OneShot    bool                `json:"one_shot"`
-	CreatedAt  time.Time           `json:"created_at"`
-	UpdatedAt  time.Time           `json:"updated_at"`
+	// SpendCap is the tokens a day its runs may spend (0: no cap);
+	// SpentTokens are what they spent on SpentDay (yyyy-mm-dd in its time
+	// zone). PausedReason says why agentsfleet paused it (the cap), until
+	// a person resumes it.
+	SpendCap     int64     `json:"spend_cap_tokens,omitempty"`
+	SpentDay     string    `json:"spent_day,omitempty"`
+	SpentTokens  int64     `json:"spent_tokens,omitempty"`
+	PausedReason string    `json:"paused_reason,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // NewSchedule is a schedule to create. Expression is EventBridge

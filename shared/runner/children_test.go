@@ -567,3 +567,68 @@ text = "the long answer"
 		t.Fatalf("the child asked the model %d times, want 2", got)
 	}
 }
+
+// TestChildGetsOnlyItsShareOfSecretsAndHosts: a spawn may narrow the
+// fleet's secrets and hosts for its child; naming one the parent lacks is
+// refused, and without them the child gets all of the parent's.
+func TestChildGetsOnlyItsShareOfSecretsAndHosts(t *testing.T) {
+	t.Parallel()
+	e, _ := childEnv(t, map[string]string{
+		"parent": `[[turn]]
+[[turn.tool_call]]
+name = "spawn_agent"
+arguments = '{"task": "narrow", "secrets": ["GH"], "hosts": ["api.github.com"]}'
+[[turn.tool_call]]
+name = "spawn_agent"
+arguments = '{"task": "wide"}'
+[[turn.tool_call]]
+name = "spawn_agent"
+arguments = '{"task": "greedy", "secrets": ["AWS_ROOT"]}'
+[[turn.tool_call]]
+name = "spawn_agent"
+arguments = '{"task": "roaming", "hosts": ["evil.example"]}'
+[[turn]]
+text = "done"
+`,
+		"narrow": "[[turn]]\ntext = \"ok\"\n",
+		"wide":   "[[turn]]\ntext = \"ok\"\n",
+	})
+	d := e.fleet(`name = "scoped"
+instructions = "Split the work."
+[x-agentsfleet]
+tools = ["http_request", "spawn_agent"]
+[x-agentsfleet.network]
+hosts = ["api.github.com", "hooks.slack.com"]
+[x-agentsfleet.secrets]
+GH = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gh-AbCdEf"
+SLACK = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:slack-AbCdEf"
+`)
+	runID := e.start(d, "parent")
+	e.finish(runID)
+	res := e.agentResults(runID, "")
+	if len(res) != 4 || res[0].IsError || res[1].IsError {
+		t.Fatalf("results = %+v", res)
+	}
+	if !res[2].IsError || !strings.Contains(res[2].Output, `you hold no secret "AWS_ROOT"`) || !strings.Contains(res[2].Output, "GH, SLACK") {
+		t.Errorf("a secret the parent lacks = %q", res[2].Output)
+	}
+	if !res[3].IsError || !strings.Contains(res[3].Output, `"evil.example" is not an entry of your host list`) {
+		t.Errorf("a host the parent lacks = %q", res[3].Output)
+	}
+	kids := e.children(runID)
+	if len(kids) != 2 {
+		t.Fatalf("children = %+v", kids)
+	}
+	for _, k := range kids {
+		switch k.Task {
+		case "narrow":
+			if !slices.Equal(k.Secrets, []string{"GH"}) || !slices.Equal(k.Hosts, []string{"api.github.com"}) {
+				t.Errorf("narrow child holds %v and %v", k.Secrets, k.Hosts)
+			}
+		case "wide":
+			if !slices.Equal(k.Secrets, []string{"GH", "SLACK"}) || !slices.Equal(k.Hosts, []string{"api.github.com", "hooks.slack.com"}) {
+				t.Errorf("wide child holds %v and %v", k.Secrets, k.Hosts)
+			}
+		}
+	}
+}

@@ -94,9 +94,10 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 			}
 			x.st.Plan = up
 			events = append(events, newEvent(EventPlanUpdated, up))
+			x.showPlan(ctx, up)
 		}
 	}
-	return results, events
+	return results, append(events, x.takeMessages()...)
 }
 
 // runTool runs one call: checked against the allowlist and the tool's
@@ -125,7 +126,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 		set(x.webCall(ctx, call))
 	case fleet.InRunner:
 		var plan *control.UpdatePlanArgs
-		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules()) {
+		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules(), messenger{x: x}) {
 			if t.Name() == call.Name {
 				res, err := t.Run(ctx, call.Arguments)
 				if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	// Callbacks delivers runs' results to their callback_url as they end;
 	// nil sends none (a run that names one logs that it was not sent).
 	Callbacks *callback.Sender
+	// MessageTimeout is how long the message tool waits for Slack to take
+	// a line; 0 means MessageTimeout (12 seconds).
+	MessageTimeout time.Duration
 	// Observer, when set, sees each run's progress as it happens: the
 	// events it commits and the model's streamed text. It must not block.
 	Observer func(Note)
@@ -298,6 +302,8 @@ type execution struct {
 	childEnd *store.ChildEnd
 	// stop cancels the invocation's work with a cause.
 	stop context.CancelCauseFunc
+	// messages are the step's message.posted events, guarded by mu.
+	messages []store.NewEvent
 }
 
 // load reads the run, its pinned Definition and its checkpoint. It returns
@@ -435,8 +441,16 @@ func (x *execution) start(ctx context.Context) error {
 	if text == "" {
 		text = "(The run was started without input.)"
 	}
-	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: text}}}}
-	return x.commit(ctx, store.Step{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source}))
+	history, err := x.history(ctx)
+	if err != nil {
+		return err
+	}
+	x.st.Messages = append(history, model.Message{Role: model.User, Content: []model.Part{{Text: text}}})
+	if err := x.commit(ctx, store.Step{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source})); err != nil {
+		return err
+	}
+	x.show(ctx, thread.Request{Op: thread.OpWorking})
+	return nil
 }
 
 // turn is one step: the model's next answer, the tool calls it asks for,
@@ -650,6 +664,7 @@ func (x *execution) settle(ctx context.Context) error {
 			return fmt.Errorf("runner: %w", err)
 		}
 	}
+	x.showEnd(ctx)
 	x.deliverCallback(ctx)
 	return nil
 }

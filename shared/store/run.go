@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,6 +113,10 @@ type NewRun struct {
 	// CallbackURL receives the run's result when it ends (checked by the
 	// caller against the egress policy); empty for none.
 	CallbackURL string
+	// Continues is the run whose conversation this one goes on with (a
+	// reply in a Slack thread, an API conversation_id); it must be a run
+	// of the same fleet (fault.RequestInvalid otherwise).
+	Continues string
 }
 
 // RunSummary is the part of a run that list pages show.
@@ -148,6 +153,8 @@ type Run struct {
 	LeaseUntil  time.Time
 	// CallbackURL receives the run's result when it ends; empty for none.
 	CallbackURL string
+	// Continues is the run whose conversation this one goes on with.
+	Continues string
 }
 
 // unlimited stands for "no limit" in the remaining-budget counters: far
@@ -187,6 +194,7 @@ type runRecord struct {
 	Holder     string     `dynamodbav:"leaseHolder,omitempty"`
 	LeaseUntil int64      `dynamodbav:"leaseUntil,omitempty"` // Unix ms
 	Callback   string     `dynamodbav:"callback,omitempty"`
+	Continues  string     `dynamodbav:"continues,omitempty"`
 }
 
 func (r runRecord) summary() RunSummary {
@@ -204,7 +212,7 @@ func (r runRecord) run() Run {
 		Spent:        Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
-		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback}
+		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
@@ -313,6 +321,15 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 	if rev > fr.Rev {
 		return Run{}, false, fault.New(fault.RevisionNotFound, "fleet %s has no revision %d", nr.Fleet, rev)
 	}
+	if nr.Continues != "" {
+		prev, err := s.getRun(ctx, nr.Continues)
+		if errors.Is(err, fault.RunNotFound) || (err == nil && prev.Fleet != nr.Fleet) {
+			return Run{}, false, fault.New(fault.RequestInvalid, "there is no run %s of fleet %s to continue", nr.Continues, nr.Fleet)
+		}
+		if err != nil {
+			return Run{}, false, err
+		}
+	}
 	now := s.now().UTC()
 	id := nr.ID
 	if id == "" {
@@ -320,7 +337,7 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 	}
 	rr := runRecord{PK: prefixRun + id, SK: skRun, GSI1PK: prefixFleet + nr.Fleet, GSI1SK: prefixRun + id,
 		Kind: "run", ID: id, Fleet: nr.Fleet, Rev: rev, Source: nr.Source, ScheduleID: nr.ScheduleID,
-		Status: StatusQueued, CreatedAt: now, StatusAt: now, Callback: nr.CallbackURL,
+		Status: StatusQueued, CreatedAt: now, StatusAt: now, Callback: nr.CallbackURL, Continues: nr.Continues,
 		TokLimit: nr.Limits.Tokens, CallLimit: nr.Limits.ToolCalls, TokLeft: unlimited, CallLeft: unlimited}
 	if nr.Limits.Tokens > 0 {
 		rr.TokLeft = nr.Limits.Tokens

@@ -291,14 +291,13 @@ type StartOptions struct {
 	// CallbackURL receives the run's result when it ends, signed with the
 	// fleet's webhook secret.
 	CallbackURL string
+	// ConversationID is the run whose conversation this one goes on with.
+	ConversationID string
 }
 
 // StartRun starts a run of fleet on input.
 func (c *Client) StartRun(ctx context.Context, fleet, input string, opt StartOptions) (RunStarted, error) {
-	body := struct {
-		Input       string `json:"input"`
-		CallbackURL string `json:"callback_url,omitempty"`
-	}{input, opt.CallbackURL}
+	body := api.StartRequest{Input: &input, CallbackURL: opt.CallbackURL, ConversationID: opt.ConversationID}
 	var out RunStarted
 	err := c.do(ctx, http.MethodPost, "/v1/fleets/"+seg(fleet)+"/runs", body, &out, "Idempotency-Key", opt.IdempotencyKey)
 	return out, err

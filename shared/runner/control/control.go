@@ -9,7 +9,7 @@ import (
 
 // Why the tools that are not built yet do not run, by tool.
 const (
-	messageNotBuilt  = "message posts to the run's Slack thread, and this version of agentsfleet does not connect to Slack yet"
+	messageNotBuilt  = "message posts to the run's Slack thread, and this caller has no way to post"
 	scheduleNotBuilt = "schedules are not configured here: this caller keeps no schedules, so the schedule tools and cron_run cannot run"
 	childNotBuilt    = "child agents need the runner, which runs them; this caller has none"
 )
@@ -39,11 +39,11 @@ func Specs() []tool.Spec {
 // Tools returns the control tools of one agent of a run, sorted by name.
 // update_plan hands each plan it accepts to plan, which keeps it on the
 // run; the child-agent tools do their work through agents, the schedule
-// tools and cron_run through schedules. With agents or schedules nil, and
+// tools and cron_run through schedules, message through messages. With agents or schedules nil, and
 // for the tools not built yet, each is tool.Unbuilt, whose Run checks the
 // arguments as the real tool will, then answers with an error result saying
 // why it is not available. Safe for concurrent use.
-func Tools(plan func(UpdatePlanArgs), agents Agents, schedules Schedules) []tool.Tool {
+func Tools(plan func(UpdatePlanArgs), agents Agents, schedules Schedules, messages Messenger) []tool.Tool {
 	specs := Specs()
 	tools := make([]tool.Tool, len(specs))
 	var kids, scheds map[string]tool.Tool
@@ -57,6 +57,8 @@ func Tools(plan func(UpdatePlanArgs), agents Agents, schedules Schedules) []tool
 		switch {
 		case s.Name() == UpdatePlanSpec.Name():
 			tools[i] = NewUpdatePlan(plan)
+		case s.Name() == MessageSpec.Name() && messages != nil:
+			tools[i] = bind(MessageSpec, messages.Message)
 		case s.Name() == MessageSpec.Name():
 			tools[i] = tool.Unbuilt(s, messageNotBuilt)
 		case IsAgentTool(s.Name()) && kids != nil:

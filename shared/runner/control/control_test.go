@@ -48,7 +48,7 @@ func TestSpecsAreTheCatalogsRunnerTools(t *testing.T) {
 	if !slices.IsSorted(got) {
 		t.Errorf("Specs() is not sorted by name: %v", got)
 	}
-	if tools := tool.Names(control.Tools(nil, nil, nil)); !slices.Equal(tools, want) {
+	if tools := tool.Names(control.Tools(nil, nil, nil, nil)); !slices.Equal(tools, want) {
 		t.Errorf("Tools() names = %v, want %v", tools, want)
 	}
 }
@@ -216,7 +216,7 @@ func TestToolsAreNotBuilt(t *testing.T) {
 		"update_plan":     `{"plan":[{"step":"a","status":"pending"}]}`,
 		"wait_agent":      `{"child_id":"c1","timeout_seconds":5}`,
 	}
-	for _, tl := range control.Tools(nil, nil, nil) {
+	for _, tl := range control.Tools(nil, nil, nil, nil) {
 		if tl.Name() == "update_plan" {
 			continue // built: TestUpdatePlan
 		}
@@ -287,7 +287,7 @@ func (s scheduleBook) Run(_ context.Context, a control.CronRunArgs) (tool.Result
 func TestScheduleToolsBound(t *testing.T) {
 	t.Parallel()
 	tools := map[string]tool.Tool{}
-	for _, tl := range control.Tools(nil, nil, scheduleBook{}) {
+	for _, tl := range control.Tools(nil, nil, scheduleBook{}, nil) {
 		tools[tl.Name()] = tl
 	}
 	for _, tc := range []struct{ name, args, want string }{

@@ -15,14 +15,14 @@
 //
 // These tools execute in the runner λ, not in the sandbox or the webtools
 // λ. Specs gives the contracts; Tools gives the tools of one agent of a
-// run: update_plan, and the child-agent tools over the runner's Agents.
-// message and the schedule tools are not built yet: each is wrapped with
-// tool.Unbuilt, whose Run checks the arguments and then answers with an
-// error result saying that the tool is not available in this version.
+// run: update_plan, and the others bound to what the runner provides
+// (Agents, Schedules, Messenger). A caller without one gets its tools
+// wrapped with tool.Unbuilt, whose Run checks the arguments and then
+// answers with an error result saying why the tool is not available.
 //
 // Some limits cannot be rules of the argument check, because the check
-// counts characters or sees one argument at a time; the tools apply them
-// when they are built: message's MaxMessageBytes (bytes, not characters),
+// counts characters or sees one argument at a time; the tools apply them:
+// message's MaxMessageBytes (bytes, not characters),
 // update_plan's single in_progress step, schedule_update's "at least one
 // change".
 //

@@ -1,0 +1,229 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/runner/control"
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web"
+)
+
+// A run started from Slack shows its work in its thread: the runner asks
+// the slack λ (invoke.Slack, the only holder of the Slack token) to post,
+// as package thread says. What the thread shows is best effort: a post
+// that fails is logged and the run goes on; only message's lines report
+// whether they were delivered.
+
+// threadTimeout bounds the posts other than message's lines.
+const threadTimeout = 30 * time.Second
+
+// post asks the slack λ to post req in the run's thread, waiting at most
+// d. A run without a thread posts nothing.
+func (x *execution) post(ctx context.Context, req thread.Request, d time.Duration) (thread.Response, error) {
+	th := x.run.Thread
+	if th == nil {
+		return thread.Response{}, fault.RunNoThread
+	}
+	req.RunID, req.Fleet, req.Channel, req.ThreadTS = x.run.ID, x.run.Fleet, th.Channel, th.ThreadTS
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return thread.Response{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	out, err := x.r.cfg.Invoker.Call(ctx, invoke.Slack, payload)
+	if err != nil {
+		if ctx.Err() != nil {
+			return thread.Response{}, fmt.Errorf("Slack had not taken it after %s", d)
+		}
+		return thread.Response{}, err
+	}
+	var resp thread.Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		return thread.Response{}, fmt.Errorf("the slack function answered something that is not a thread.Response: %.200q", out)
+	}
+	return resp, nil
+}
+
+// show posts req in the thread of a Slack run, logging a failure.
+func (x *execution) show(ctx context.Context, req thread.Request) {
+	if x.run.Thread == nil || x.child != nil {
+		return
+	}
+	resp, err := x.post(ctx, req, threadTimeout)
+	if err == nil && !resp.Delivered {
+		err = errors.New(resp.Error)
+	}
+	if err != nil {
+		x.r.log.Warn("the thread was not updated", "run_id", x.run.ID, "op", req.Op, "error", err)
+	}
+}
+
+// showPlan shows a plan the model just set.
+func (x *execution) showPlan(ctx context.Context, p *PlanUpdated) {
+	steps := make([]thread.Step, len(p.Plan))
+	for i, s := range p.Plan {
+		steps[i] = thread.Step{Step: s.Step, Status: s.Status}
+	}
+	x.show(ctx, thread.Request{Op: thread.OpPlan, Explanation: p.Explanation, Plan: steps})
+}
+
+// showEnd shows how the run ended: its answer, or why it did not succeed.
+func (x *execution) showEnd(ctx context.Context) {
+	e := x.st.Ended
+	if e == nil {
+		return
+	}
+	switch {
+	case e.Status == store.StatusSucceeded:
+		answer := e.Answer
+		if e.AnswerTruncated {
+			answer += "\n\n[The answer was cut here; the whole of it is in the run's events.]"
+		}
+		x.show(ctx, thread.Request{Op: thread.OpAnswer, Status: string(e.Status), Text: answer})
+	case e.Error != nil:
+		x.show(ctx, thread.Request{Op: thread.OpEnded, Status: string(e.Status), Text: e.Error.Code + ": " + e.Error.Message})
+	default:
+		x.show(ctx, thread.Request{Op: thread.OpEnded, Status: string(e.Status), Text: "The run was " + string(e.Status) + "."})
+	}
+}
+
+// messenger is the message tool for one execution.
+type messenger struct{ x *execution }
+
+var _ control.Messenger = messenger{}
+
+// MessageTimeout is how long message waits for Slack when
+// Config.MessageTimeout is zero: the specification's 12 seconds.
+const MessageTimeout = control.MessageDeliveryTimeout
+
+// Message posts one line to the run's thread: counted first (at most
+// store.MaxMessageLines a run, fault.RunMessageCap past them; a run without
+// a thread fails with fault.RunNoThread), the fleet's secret values
+// replaced (by the webtools λ, which alone reads them), mentions made
+// inert, then posted through the slack λ, which has MessageTimeout to take
+// it. A line not taken is reported as not delivered and the run goes on.
+func (m messenger) Message(ctx context.Context, args control.MessageArgs) (tool.Result, error) {
+	x := m.x
+	if n := len(args.Text); n > control.MaxMessageBytes {
+		return tool.Errorf("message: the text is %d bytes; a line is at most %d", n, control.MaxMessageBytes), nil
+	}
+	if x.run.Thread == nil {
+		return tool.Errorf("message: %v", fault.New(fault.RunNoThread, "this run was started from %s, so it has no Slack thread to post in; your answer is how it reports", x.run.Source)), nil
+	}
+	if _, err := x.r.cfg.Store.AddMessageLine(ctx, x.run.ID); err != nil {
+		var fe *fault.Error
+		if errors.As(err, &fe) {
+			return tool.Errorf("message: %v", fe), nil
+		}
+		return tool.Result{}, err
+	}
+	text, err := x.scrub(ctx, args.Text)
+	if err != nil {
+		// Nothing that might hold a secret leaves: the line is not posted.
+		x.noteMessage(ctx, args.Text, false)
+		return tool.Errorf("message: not delivered: the line could not be screened for the fleet's secrets (%v), so it was not posted; it still counts toward the %d lines", err, store.MaxMessageLines), nil
+	}
+	text = thread.Inert(text)
+	d := x.r.cfg.MessageTimeout
+	if d <= 0 {
+		d = MessageTimeout
+	}
+	resp, err := x.post(ctx, thread.Request{Op: thread.OpLine, Text: text}, d)
+	if err == nil && !resp.Delivered {
+		err = errors.New(resp.Error)
+	}
+	x.noteMessage(ctx, text, err == nil)
+	if err != nil {
+		return tool.Errorf("message: not delivered (%v); it still counts toward the %d lines, and the run goes on", err, store.MaxMessageLines), nil
+	}
+	return tool.Text("Posted to the thread."), nil
+}
+
+// noteMessage records message.posted for a line, delivered or not. It is
+// kept with the step's other events (messages are rare; a line is at most
+// 4 KiB).
+func (x *execution) noteMessage(_ context.Context, text string, delivered bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.messages = append(x.messages, newEvent(EventMessagePosted, MessagePosted{Text: text, Delivered: delivered}))
+}
+
+// takeMessages returns the message.posted events of the step, once.
+func (x *execution) takeMessages() []store.NewEvent {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.messages
+	x.messages = nil
+	return m
+}
+
+// scrub replaces the values of the fleet's secrets in text by
+// «secret:NAME», through the webtools λ. A fleet without secrets needs no
+// call.
+func (x *execution) scrub(ctx context.Context, text string) (string, error) {
+	if len(x.def.Secrets) == 0 {
+		return text, nil
+	}
+	payload, err := json.Marshal(web.ScrubRequest(x.run.Fleet, x.def.Secrets, text))
+	if err != nil {
+		return "", err
+	}
+	out, err := x.r.cfg.Invoker.Call(ctx, invoke.Webtools, payload)
+	if err != nil {
+		return "", err
+	}
+	var res tool.Result
+	if err := json.Unmarshal(out, &res); err != nil {
+		return "", fmt.Errorf("the web tools answered something that is not a tool result")
+	}
+	if res.IsError {
+		return "", errors.New(res.Output)
+	}
+	return res.Output, nil
+}
+
+// MessagePosted is message.posted's data: the line as posted (secrets
+// replaced) and whether Slack took it.
+type MessagePosted struct {
+	Text      string `json:"text"`
+	Delivered bool   `json:"delivered"`
+}
+
+// history is the conversation a run continues (store.Run.Continues): the
+// messages of that run's last committed step, which end with its answer
+// (or where it stopped). A run that continues none starts with none.
+func (x *execution) history(ctx context.Context) ([]model.Message, error) {
+	if x.run.Continues == "" {
+		return nil, nil
+	}
+	ckpt, err := x.r.cfg.Store.LoadCheckpoint(ctx, x.run.Continues)
+	if err != nil {
+		return nil, fmt.Errorf("runner: the conversation of run %s: %w", x.run.Continues, err)
+	}
+	prev, err := x.r.decode(ctx, ckpt.Data)
+	if err != nil {
+		return nil, fmt.Errorf("runner: the conversation of run %s: %w", x.run.Continues, err)
+	}
+	msgs := prev.Messages
+	// A run cut in a tool step ends with the model's calls and no results:
+	// drop them, as the model cannot answer calls it will never see.
+	for len(msgs) > 0 && msgs[len(msgs)-1].Role == model.Assistant && len(msgs[len(msgs)-1].ToolCalls()) > 0 {
+		msgs = msgs[:len(msgs)-1]
+	}
+	// And one that ends with a user turn (results, or its input) would put
+	// two user turns in a row: close it.
+	if len(msgs) > 0 && msgs[len(msgs)-1].Role == model.User {
+		msgs = append(msgs, model.Message{Role: model.Assistant, Content: []model.Part{{Text: "(That run ended here, without an answer.)"}}})
+	}
+	return msgs, nil
+}

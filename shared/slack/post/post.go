@@ -1,0 +1,272 @@
+// Package post is the slack λ's half of package thread: it shows a run in
+// its Slack thread with slack-go (the Slack Web API; OptionAPIURL points it
+// at a fake in tests). It is the only code that uses the bot token.
+//
+//   - working: a status message with a Stop button, and the assistant
+//     thread status where the thread is an assistant thread (else an
+//     hourglass reaction on the thread's first message);
+//   - the plan: one message, edited in place (chat.update) as it changes;
+//   - a message line: posted as the runner made it (secrets replaced,
+//     mentions inert), within the runner's 12 seconds;
+//   - the answer: streamed into the thread (chat.startStream, appendStream,
+//     stopStream), posted plainly when streaming is refused, and uploaded
+//     as a file (the external upload flow) past MaxInline bytes;
+//   - a run that did not succeed: said in the thread, with why.
+//
+// The status message loses its Stop button once the run has ended. The ts
+// of the status and plan messages are kept in the store, so that any
+// invocation of the slack λ edits the same messages.
+package post
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxInline is the longest answer posted as a message; a longer
+	// one is uploaded as a file. Slack cuts messages near 4,000 characters.
+	DefaultMaxInline = 3500
+	// streamChunk is the most text one chat.appendStream carries.
+	streamChunk = 1000
+)
+
+// Records keeps a run's thread messages; *store.Store has it.
+type Records interface {
+	SetThreadMessage(ctx context.Context, runID, which, ts string) error
+	GetThreadMessages(ctx context.Context, runID string) (store.ThreadMessages, error)
+}
+
+var _ Records = (*store.Store)(nil)
+
+// Config configures a Poster.
+type Config struct {
+	Slack   *slack.Client
+	Records Records
+	// MaxInline is the longest answer posted inline, in bytes; 0 means
+	// DefaultMaxInline.
+	MaxInline int
+	Log       *slog.Logger
+}
+
+// Poster posts runs' progress to their threads. Safe for concurrent use.
+type Poster struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Poster over cfg.
+func New(cfg Config) (*Poster, error) {
+	if cfg.Slack == nil || cfg.Records == nil {
+		return nil, errors.New("slack post: want a Slack client and the records")
+	}
+	if cfg.MaxInline <= 0 {
+		cfg.MaxInline = DefaultMaxInline
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Poster{cfg: cfg, log: log}, nil
+}
+
+// Invoke is the slack λ's handler for the runner's requests: a
+// thread.Request as JSON in, a thread.Response as JSON out. A payload that
+// is not a Request is an error.
+func (p *Poster) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var req thread.Request
+	if err := json.Unmarshal(payload, &req); err != nil || req.Op == "" || req.Channel == "" || req.ThreadTS == "" {
+		return nil, fmt.Errorf("slack post: the payload must be a thread.Request with op, channel and thread_ts, not %.200q", payload)
+	}
+	return json.Marshal(p.Post(ctx, req))
+}
+
+// Post serves one request. A post Slack refuses answers Delivered false
+// with Slack's reason.
+func (p *Poster) Post(ctx context.Context, req thread.Request) thread.Response {
+	var err error
+	switch req.Op {
+	case thread.OpWorking:
+		err = p.working(ctx, req)
+	case thread.OpPlan:
+		err = p.plan(ctx, req)
+	case thread.OpLine:
+		_, _, err = p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
+			slack.MsgOptionText(req.Text, false), slack.MsgOptionLinkNames(false))
+	case thread.OpAnswer:
+		err = p.answer(ctx, req)
+	case thread.OpEnded:
+		err = p.ended(ctx, req)
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		p.log.Warn("slack post failed", "run_id", req.RunID, "op", req.Op, "error", err)
+		return thread.Response{Error: err.Error()}
+	}
+	return thread.Response{Delivered: true}
+}
+
+// working posts the status message with its Stop button.
+func (p *Poster) working(ctx context.Context, req thread.Request) error {
+	text := "Working on it…"
+	_, ts, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(statusBlocks(text, req.RunID, true)...))
+	if err != nil {
+		return err
+	}
+	if err := p.cfg.Records.SetThreadMessage(ctx, req.RunID, "status", ts); err != nil {
+		p.log.Warn("keep the status message", "run_id", req.RunID, "error", err)
+	}
+	p.setStatus(ctx, req, "is working…")
+	return nil
+}
+
+// setStatus sets the assistant thread status, or (where Slack refuses it:
+// not an assistant thread) marks the thread with a reaction.
+func (p *Poster) setStatus(ctx context.Context, req thread.Request, status string) {
+	err := p.cfg.Slack.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+		ChannelID: req.Channel, ThreadTS: req.ThreadTS, Status: status})
+	if err == nil {
+		return
+	}
+	ref := slack.NewRefToMessage(req.Channel, req.ThreadTS)
+	if status != "" {
+		err = p.cfg.Slack.AddReactionContext(ctx, "hourglass_flowing_sand", ref)
+	} else {
+		err = p.cfg.Slack.RemoveReactionContext(ctx, "hourglass_flowing_sand", ref)
+	}
+	if err != nil {
+		p.log.Info("no thread status", "run_id", req.RunID, "error", err)
+	}
+}
+
+// statusBlocks is the status message: its text, and a Stop button while
+// the run works.
+func statusBlocks(text, runID string, stop bool) []slack.Block {
+	blocks := []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, text, false, false), nil, nil)}
+	if stop {
+		btn := slack.NewButtonBlockElement(thread.StopAction, runID, slack.NewTextBlockObject(slack.PlainTextType, "Stop", false, false))
+		btn.Style = slack.StyleDanger
+		blocks = append(blocks, slack.NewActionBlock("agentsfleet_run", btn))
+	}
+	return blocks
+}
+
+// plan posts the plan, or edits the run's plan message.
+func (p *Poster) plan(ctx context.Context, req thread.Request) error {
+	text := planText(req)
+	msgs, err := p.cfg.Records.GetThreadMessages(ctx, req.RunID)
+	if err != nil {
+		return err
+	}
+	if msgs.Plan != "" {
+		_, _, _, err := p.cfg.Slack.UpdateMessageContext(ctx, req.Channel, msgs.Plan, slack.MsgOptionText(text, false))
+		return err
+	}
+	_, ts, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionText(text, false))
+	if err != nil {
+		return err
+	}
+	return p.cfg.Records.SetThreadMessage(ctx, req.RunID, "plan", ts)
+}
+
+// planText is the plan as a message: one line a step, its status a mark.
+func planText(req thread.Request) string {
+	var b strings.Builder
+	b.WriteString("*Plan*")
+	if e := strings.TrimSpace(req.Explanation); e != "" {
+		b.WriteString(" — " + thread.Inert(e))
+	}
+	for _, s := range req.Plan {
+		mark := map[string]string{"completed": "✅", "in_progress": "⏳"}[s.Status]
+		if mark == "" {
+			mark = "▫️"
+		}
+		b.WriteString("\n" + mark + " " + thread.Inert(s.Step))
+	}
+	return b.String()
+}
+
+// answer streams the answer into the thread (a plain post where streaming
+// is refused), or uploads it past MaxInline, then ends the status message.
+func (p *Poster) answer(ctx context.Context, req thread.Request) error {
+	text := thread.Inert(req.Text)
+	var err error
+	if len(text) > p.cfg.MaxInline {
+		_, err = p.cfg.Slack.UploadFileContext(ctx, slack.UploadFileParameters{
+			Content: req.Text, FileSize: len(req.Text), Filename: "answer.md", Title: "Answer",
+			Channel: req.Channel, ThreadTimestamp: req.ThreadTS,
+			InitialComment: "The answer is long, so here it is as a file."})
+	} else if err = p.stream(ctx, req, text); err != nil {
+		p.log.Info("streaming refused, posting the answer", "run_id", req.RunID, "error", err)
+		_, _, err = p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionText(text, false))
+	}
+	p.finish(ctx, req, "Done.")
+	return err
+}
+
+// stream sends text through chat.startStream, appendStream and stopStream.
+func (p *Poster) stream(ctx context.Context, req thread.Request, text string) error {
+	chunks := split(text, streamChunk)
+	_, ts, err := p.cfg.Slack.StartStreamContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionMarkdownText(chunks[0]))
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks[1:] {
+		if _, _, err := p.cfg.Slack.AppendStreamContext(ctx, req.Channel, ts, slack.MsgOptionMarkdownText(c)); err != nil {
+			return fmt.Errorf("the answer's stream broke after it started (%w); it may show only in part", err)
+		}
+	}
+	_, _, err = p.cfg.Slack.StopStreamContext(ctx, req.Channel, ts)
+	return err
+}
+
+// split cuts text into pieces of at most n bytes, not inside a character.
+func split(text string, n int) []string {
+	var out []string
+	for len(text) > n {
+		i := n
+		for i > 0 && text[i]&0xC0 == 0x80 {
+			i--
+		}
+		out = append(out, text[:i])
+		text = text[i:]
+	}
+	return append(out, text)
+}
+
+// ended says in the thread how a run that did not succeed ended.
+func (p *Poster) ended(ctx context.Context, req thread.Request) error {
+	text, done := "The run failed: "+thread.Inert(req.Text), "Failed."
+	if req.Status == "cancelled" {
+		text, done = "The run was stopped.", "Stopped."
+	}
+	_, _, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionText(text, false))
+	p.finish(ctx, req, done)
+	return err
+}
+
+// finish ends the status message (its Stop button gone) and the thread
+// status.
+func (p *Poster) finish(ctx context.Context, req thread.Request, text string) {
+	p.setStatus(ctx, req, "")
+	msgs, err := p.cfg.Records.GetThreadMessages(ctx, req.RunID)
+	if err != nil || msgs.Status == "" {
+		return
+	}
+	if _, _, _, err := p.cfg.Slack.UpdateMessageContext(ctx, req.Channel, msgs.Status,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(statusBlocks(text, req.RunID, false)...)); err != nil {
+		p.log.Warn("end the status message", "run_id", req.RunID, "error", err)
+	}
+}

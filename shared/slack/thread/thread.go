@@ -1,0 +1,77 @@
+// Package thread is the contract between the runner and the slack λ for
+// what a run shows in the Slack thread that started it: the runner never
+// holds the Slack token, so it asks the slack λ (invoke.Slack) to post,
+// with a Request as the payload and a Response as the answer. The package
+// holds only the shapes; shared/slack/post serves them with slack-go.
+//
+// What a thread shows of a run, in order: a working status with a Stop
+// button as the run starts (OpWorking), the plan as one message edited in
+// place as update_plan changes it (OpPlan), the message tool's lines
+// (OpLine), and the answer (OpAnswer) or why the run did not succeed
+// (OpEnded).
+package thread
+
+import "strings"
+
+// Op is what a Request asks.
+type Op string
+
+// The ops.
+const (
+	// OpWorking shows that the run is working: a status message with a Stop
+	// button (action StopAction, value the run id), and the assistant
+	// thread status where Slack offers it.
+	OpWorking Op = "working"
+	// OpPlan posts the plan, or edits the run's plan message in place.
+	OpPlan Op = "plan"
+	// OpLine posts one message line, Text, already made safe by the
+	// runner: the fleet's secrets replaced, mentions inert.
+	OpLine Op = "line"
+	// OpAnswer posts the run's answer, Text: streamed into the thread, or
+	// uploaded as a file when it is long.
+	OpAnswer Op = "answer"
+	// OpEnded says the run did not succeed: Status and Text (why).
+	OpEnded Op = "ended"
+)
+
+// StopAction is the action_id of the Stop button; its value is the run id.
+const StopAction = "agentsfleet_stop"
+
+// Request is the slack λ's payload from the runner.
+type Request struct {
+	Op       Op     `json:"op"`
+	RunID    string `json:"run_id"`
+	Fleet    string `json:"fleet"`
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"thread_ts"`
+	// Text is the line, the answer, or why the run ended as it did.
+	Text string `json:"text,omitempty"`
+	// Status is the run's final status (OpAnswer, OpEnded).
+	Status string `json:"status,omitempty"`
+	// Explanation and Plan are update_plan's (OpPlan).
+	Explanation string `json:"explanation,omitempty"`
+	Plan        []Step `json:"plan,omitempty"`
+}
+
+// Step is one step of a plan: pending, in_progress or completed.
+type Step struct {
+	Step   string `json:"step"`
+	Status string `json:"status"`
+}
+
+// Response is the slack λ's answer: whether Slack took the post, and why
+// not when it did not.
+type Response struct {
+	Delivered bool   `json:"delivered"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Inert makes text from the model notify nobody and show as written: Slack
+// reads <…> as mentions (<!channel>, <!here>, <!everyone>, <@U…>,
+// <!subteam^…>) and links, so & < > are escaped as Slack's formatting asks
+// and each shows as the text it is. A plain @here notifies nobody in a post
+// without link_names, which the slack λ never sets. Lines come inert from
+// the runner; the slack λ makes plans and answers inert itself.
+func Inert(text string) string { return inertReplacer.Replace(text) }
+
+var inertReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
