@@ -70,7 +70,20 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	if err != nil {
 		return fmt.Errorf("serve the API on %s (AGENTSFLEET_ADDR): %w; is another agentsfleet dev running?", addr, err)
 	}
-	srv := &http.Server{Handler: st.API, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", st.API)
+	slackLine := "not configured: set AGENTSFLEET_SLACK_SIGNING_SECRET and AGENTSFLEET_SLACK_BOT_TOKEN (and AGENTSFLEET_SLACK_API_URL for another Web API) to serve them"
+	if st.Slack != nil {
+		mux.Handle("/slack/", st.Slack)
+		slackLine = "on the same port, the runs' threads posted through the Slack Web API"
+	} else {
+		mux.HandleFunc("/slack/", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotImplemented)
+			fmt.Fprintf(w, `{"error": {"code": "not_configured", "message": %q}}`, "Slack is "+slackLine)
+		})
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -107,7 +120,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	fmt.Fprintf(out, "               curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/runs/RUN_ID/events\n", keyFile, ln.Addr())
 	fmt.Fprintln(out, `               bin/agentsfleet start reference-fleet "what is in this folder?" --follow`)
 	fmt.Fprintln(out, `               bin/agentsfleet run -f examples/reference.toml "what is in this folder?"`)
-	fmt.Fprintln(out, "not built yet: Slack's /slack/events and /slack/interactivity")
+	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
 	<-ctx.Done()

@@ -47,6 +47,8 @@ commands against the HTTP API of agentsfleet dev or a deployment:
                           create an API key (printed once) with those scopes
   keys list               list the API keys
   keys revoke ID          revoke an API key
+  slack route CHANNEL FLEET
+                          route a Slack channel (its id, such as C0123456789) to a fleet
 
 Each of them also takes --api URL (else AGENTSFLEET_API_URL, else the local stack:
 http://$AGENTSFLEET_ADDR or http://127.0.0.1:8080), --key KEY (else AGENTSFLEET_API_KEY,
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dev(ctx, args[1:], stdout, stderr, os.Getenv)
 	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "cancel", "schedules", "schedule", "keys":
 		return remote(ctx, args, stdout, os.Getenv)
+	case "slack":
+		return slackCmd(ctx, args[1:], stdout, os.Getenv)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -17,6 +17,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/api/callback"
@@ -32,6 +33,8 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/slack"
+	"github.com/agentsfleet/agentsfleet/shared/slack/post"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
@@ -64,6 +67,10 @@ type stack struct {
 	// RunClock is called.
 	Schedules *keeper.Keeper
 	Clock     *clock.Clock
+	// Slack serves /slack/events and /slack/interactivity, and the
+	// runner's posts to threads; nil without AGENTSFLEET_SLACK_SIGNING_SECRET
+	// and AGENTSFLEET_SLACK_BOT_TOKEN.
+	Slack *slack.Handler
 	// Pool is the warm pool over Sandbox, nil without one.
 	Pool    *pool.Pool
 	Warm    map[fleet.SandboxSize]int // the pool's targets
@@ -106,6 +113,32 @@ func warmSetting(getenv func(string) string, def string) (map[fleet.SandboxSize]
 }
 
 const checkpointBucket = "agentsfleet-checkpoints"
+
+// startSlack is the slack λ in-process, when the app's signing secret and
+// bot token are set (AGENTSFLEET_SLACK_API_URL points it at another Web
+// API): the events and interactivity endpoints, and the runner's posts.
+func (s *stack) startSlack(getenv func(string) string, log *slog.Logger) error {
+	signing, token := getenv("AGENTSFLEET_SLACK_SIGNING_SECRET"), getenv("AGENTSFLEET_SLACK_BOT_TOKEN")
+	switch {
+	case signing == "" && token == "":
+		return nil
+	case signing == "" || token == "":
+		return errors.New("AGENTSFLEET_SLACK_SIGNING_SECRET and AGENTSFLEET_SLACK_BOT_TOKEN go together: set both, or neither to run without Slack")
+	}
+	var opts []goslack.Option
+	if u := getenv("AGENTSFLEET_SLACK_API_URL"); u != "" {
+		opts = append(opts, goslack.OptionAPIURL(u))
+	}
+	web := goslack.New(token, opts...)
+	poster, err := post.New(post.Config{Slack: web, Records: s.Store, Log: log})
+	if err != nil {
+		return err
+	}
+	s.Funcs.Register(invoke.Slack, poster.Invoke)
+	s.Slack, err = slack.NewHandler(slack.Config{Store: s.Store, Invoker: s.Funcs, SigningSecret: signing,
+		DefaultFleet: getenv("AGENTSFLEET_SLACK_DEFAULT_FLEET"), Log: log, Post: slack.NewWebPoster(web)})
+	return err
+}
 
 // scheduleGroup is the Scheduler group of the local stack's schedules.
 const scheduleGroup = "agentsfleet"
@@ -239,6 +272,9 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	}
 	s.Funcs.Register(invoke.Runner, s.Runner.Handle)
 	if s.API, err = api.New(api.Config{Store: s.Store, Invoker: s.Funcs, Schedules: s.Schedules, Callbacks: callbacks, Log: log}); err != nil {
+		return nil, err
+	}
+	if err := s.startSlack(getenv, log); err != nil {
 		return nil, err
 	}
 	return s, nil

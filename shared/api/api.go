@@ -249,12 +249,6 @@ func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
 		Message: fmt.Sprintf("no route %s %s; the API's routes are under /v1 (DESIGN.md §11)", r.Method, r.URL.Path)}})
 }
 
-func (a *API) notBuilt(what string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotImplemented, errorBody{errorDetail{Code: "not_built", Message: what}})
-	}
-}
-
 // pageLimit reads ?limit=, 0 when absent.
 func pageLimit(r *http.Request) (int, error) {
 	v := r.URL.Query().Get("limit")

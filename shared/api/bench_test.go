@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
 // BenchmarkStartRun measures what POST /v1/fleets/{name}/runs costs over
@@ -24,6 +26,9 @@ import (
 //	api-ns/start      a run start over HTTP
 //	put-ns/write      one PutItem of a small item
 //	api/put           their ratio
+//	api/direct        the start over HTTP against the same store calls
+//	                  made directly (the key check and runner.Start): what
+//	                  the HTTP layer itself adds
 func BenchmarkStartRun(b *testing.B) {
 	const per, rounds = 20, 5
 	e := newEnv(b)
@@ -38,7 +43,7 @@ func BenchmarkStartRun(b *testing.B) {
 		BillingMode:          types.BillingModePayPerRequest}); err != nil {
 		b.Fatal(err)
 	}
-	var apiNs, putNs []float64
+	var apiNs, putNs, directNs []float64
 	for round := range rounds {
 		t0 := time.Now()
 		for range per {
@@ -56,12 +61,23 @@ func BenchmarkStartRun(b *testing.B) {
 			}
 		}
 		putNs = append(putNs, float64(time.Since(t1).Nanoseconds())/per)
+		t2 := time.Now()
+		for range per {
+			if _, err := e.store.Authenticate(ctx, e.admin); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := runner.Start(ctx, e.store, e.local, store.NewRun{Fleet: "ops", Source: store.SourceAPI, Input: []byte("bench")}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		directNs = append(directNs, float64(time.Since(t2).Nanoseconds())/per)
 	}
 	e.local.Wait()
 	a, p := median(apiNs), median(putNs)
 	b.ReportMetric(a, "api-ns/start")
 	b.ReportMetric(p, "put-ns/write")
 	b.ReportMetric(a/p, "api/put")
+	b.ReportMetric(a/median(directNs), "api/direct")
 }
 
 func median(v []float64) float64 {

@@ -40,7 +40,7 @@ func (a *API) routes() {
 	m.HandleFunc("GET /v1/keys", a.authed(scope.KeysAdmin, a.listKeys))
 	m.HandleFunc("DELETE /v1/keys/{id}", a.authed(scope.KeysAdmin, a.revokeKey))
 
-	m.HandleFunc("PUT /v1/slack/routes/{channel}", a.notBuilt("Slack routes come with the Slack integration, which this version of agentsfleet does not have yet"))
+	m.HandleFunc("PUT /v1/slack/routes/{channel}", a.authed(scope.SlackAdmin, a.putSlackRoute))
 	m.HandleFunc("POST /v1/hooks/{fleet}", a.hook)
 	m.HandleFunc("/", a.notFound)
 }

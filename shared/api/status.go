@@ -39,6 +39,7 @@ var statuses = map[fault.Code]int{
 	fault.HookUnauthorized:  http.StatusUnauthorized,
 	fault.HookNoSecret:      http.StatusNotFound,
 	fault.HookReplayed:      http.StatusConflict,
+	fault.SlackUnauthorized: http.StatusUnauthorized,
 }
 
 // Status returns the HTTP status for a request that failed with err: the

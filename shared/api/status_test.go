@@ -65,6 +65,7 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		"UZ-HOOK-401":         http.StatusUnauthorized,
 		"UZ-HOOK-404":         http.StatusNotFound,
 		"UZ-HOOK-409":         http.StatusConflict,
+		"UZ-SLACK-401":        http.StatusUnauthorized,
 	}
 	codes := fault.Codes()
 	if len(codes) != len(want) {

@@ -97,6 +97,8 @@ var (
 	// Definitions and keys.
 	DefinitionInvalid = ownCode("UZ-DEF-400", "the Definition is not valid")
 	ScopeMissing      = ownCode("UZ-KEY-403", "the API key lacks a scope the Definition's tools need")
+	// SlackUnauthorized is a Slack request whose signature does not verify.
+	SlackUnauthorized = ownCode("UZ-SLACK-401", "the request is not signed with the Slack app's signing secret")
 	RevisionNotFound  = ownCode("UZ-DEF-404", "no such Definition revision")
 	// KeyUnauthorized never says whether the key was missing, malformed,
 	// unknown or revoked.

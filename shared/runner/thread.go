@@ -43,7 +43,7 @@ func (x *execution) post(ctx context.Context, req thread.Request, d time.Duratio
 	out, err := x.r.cfg.Invoker.Call(ctx, invoke.Slack, payload)
 	if err != nil {
 		if ctx.Err() != nil {
-			return thread.Response{}, fmt.Errorf("Slack had not taken it after %s", d)
+			return thread.Response{}, fmt.Errorf("the slack function had not taken it after %s", d)
 		}
 		return thread.Response{}, err
 	}

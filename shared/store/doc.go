@@ -61,6 +61,8 @@
 //	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
 //	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
+//	Slack channel route SLACK#<channel>      ROUTE                 -              -              the fleet the channel's mentions reach, updatedAt
+//	Slack thread        SLACK#<channel>      THREAD#<thread ts>    -              -              the thread's newest run id and its fleet, updatedAt
 //
 // Access patterns:
 //

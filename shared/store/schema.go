@@ -50,6 +50,9 @@ const (
 	skCheckpoint  = "CKPT"
 	skIdem        = "IDEM"
 	gsi1AllFleets = "FLEETS"
+	prefixSlack   = "SLACK#"
+	prefixThread  = "THREAD#"
+	skSlackRoute  = "ROUTE"
 )
 
 // CreateTableInput returns the request that creates the table named name:

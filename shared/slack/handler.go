@@ -1,0 +1,267 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	goslack "github.com/slack-go/slack"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// The paths the Handler serves (DESIGN.md §11): the Slack app's Event
+// Subscriptions and Interactivity request URLs.
+const (
+	EventsPath        = "/slack/events"
+	InteractivityPath = "/slack/interactivity"
+)
+
+// MaxBody is the largest request body the Handler reads; Slack's events
+// and interaction payloads are far smaller.
+const MaxBody = 1 << 20
+
+// ReplyTimeout bounds each short answer the Handler posts before it
+// acknowledges, so that the acknowledgement stays well within Slack's 3
+// seconds even when Slack's Web API is slow.
+const ReplyTimeout = 1500 * time.Millisecond
+
+// Poster posts the Handler's own short answers in a Slack thread: how to
+// route a channel, why a run could not start, that a run was stopped.
+// WebPoster is the implementation over Slack's Web API.
+type Poster interface {
+	// Reply posts text in the thread threadTS of channel.
+	Reply(ctx context.Context, channel, threadTS, text string) error
+}
+
+// Config is what a Handler needs.
+type Config struct {
+	Store *store.Store
+	// Invoker starts the runner on the runs the Handler records.
+	Invoker invoke.Invoker
+	// SigningSecret is the Slack app's signing secret; every request is
+	// verified with it.
+	SigningSecret string
+	// DefaultFleet is the fleet of a channel without a route
+	// (AGENTSFLEET_SLACK_DEFAULT_FLEET); "" for none: a mention there is
+	// answered with how to route the channel.
+	DefaultFleet string
+	// Now is the clock signatures are checked against; nil means time.Now.
+	Now func() time.Time
+	// Log receives a line for each request that failed inside agentsfleet
+	// and each answer that could not be posted; nil means slog.Default().
+	Log *slog.Logger
+	// Post posts the Handler's short answers; nil logs them instead.
+	Post Poster
+}
+
+// Handler serves POST /slack/events and POST /slack/interactivity. Every
+// request is verified (Verify) before its body is parsed: one that fails
+// is answered 401 and changes nothing. Safe for concurrent use.
+type Handler struct {
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// NewHandler returns the Handler over cfg: it needs a Store, an Invoker
+// and a signing secret.
+func NewHandler(cfg Config) (*Handler, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("slack: no store")
+	case cfg.Invoker == nil:
+		return nil, errors.New("slack: no invoker")
+	case cfg.SigningSecret == "":
+		return nil, errors.New("slack: no signing secret")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, log: cfg.Log, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.mux.HandleFunc("POST "+EventsPath, h.events)
+	h.mux.HandleFunc("POST "+InteractivityPath, h.interactivity)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s; Slack's are POST %s and POST %s", r.Method, r.URL.Path, EventsPath, InteractivityPath))
+	})
+	return h, nil
+}
+
+// ServeHTTP serves the two endpoints.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// verified reads the body of r and verifies it. On failure it has answered
+// (400 for a body too large, 401 for a signature) and ok is false.
+func (h *Handler) verified(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fault.RequestInvalid.ID(), "the request body could not be read")
+		return nil, false
+	}
+	if len(body) > MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, fault.RequestInvalid.ID(), fmt.Sprintf("the request body is more than %d bytes", MaxBody))
+		return nil, false
+	}
+	if err := Verify(h.cfg.SigningSecret, r.Header, body, h.cfg.Now()); err != nil {
+		// Which check failed is safe to say: it tells nothing of the secret.
+		h.log.Warn("slack: request refused", "path", r.URL.Path, "error", err)
+		writeError(w, http.StatusUnauthorized, fault.SlackUnauthorized.ID(), err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// internal answers an error inside agentsfleet: 500 with a request id,
+// the details only in the log. Slack retries an event delivery answered so.
+func (h *Handler) internal(w http.ResponseWriter, r *http.Request, err error) {
+	var b [8]byte
+	rand.Read(b[:])
+	id := "req_" + hex.EncodeToString(b[:])
+	h.log.Error("slack: request failed", "request_id", id, "path", r.URL.Path, "error", err)
+	writeError(w, http.StatusInternalServerError, "internal_error", "the request failed inside agentsfleet; its request id is "+id)
+}
+
+// answer posts text in a thread, within ReplyTimeout, logging a failure:
+// an answer that does not arrive must not make Slack retry the request.
+func (h *Handler) answer(ctx context.Context, channel, threadTS, text string) {
+	if h.cfg.Post == nil {
+		h.log.Warn("slack: no poster configured; the answer is not posted", "channel", channel, "thread_ts", threadTS, "text", text)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReplyTimeout)
+	defer cancel()
+	if err := h.cfg.Post.Reply(ctx, channel, threadTS, text); err != nil {
+		h.log.Error("slack: answer not posted", "channel", channel, "thread_ts", threadTS, "error", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v != nil {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.Encode(v)
+	}
+}
+
+// writeError answers {"error": {"code", "message"}}, the API's shape.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// HandleGateway serves one API Gateway HTTP API request (payload format
+// 2.0) as ServeHTTP would: the slack λ's handler. It is shared/api's
+// adapter, copied so that this package need not import the HTTP API. A body
+// API Gateway sent base64-encoded is decoded (the signature is over the
+// bytes Slack sent); repeated headers arrive joined with commas, which
+// Verify refuses as malformed.
+func (h *Handler) HandleGateway(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	body := []byte(req.Body)
+	if req.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(req.Body)
+		if err != nil {
+			return gatewayError(http.StatusBadRequest, "the request body is not valid base64"), nil
+		}
+		body = b
+	}
+	target := req.RawPath
+	if target == "" {
+		target = "/"
+	}
+	if req.RawQueryString != "" {
+		target += "?" + req.RawQueryString
+	}
+	method := req.RequestContext.HTTP.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	r, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
+	if err != nil {
+		return gatewayError(http.StatusBadRequest, "the request line cannot be read"), nil
+	}
+	for k, v := range req.Headers {
+		r.Header.Set(k, v)
+	}
+	r.RemoteAddr = req.RequestContext.HTTP.SourceIP
+	r.Host = req.RequestContext.DomainName
+	w := &gatewayWriter{header: http.Header{}}
+	h.ServeHTTP(w, r)
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: w.status, Headers: map[string]string{}}
+	if resp.StatusCode == 0 {
+		resp.StatusCode = http.StatusOK
+	}
+	for k, v := range w.header {
+		resp.Headers[k] = strings.Join(v, ", ")
+	}
+	if utf8.Valid(w.body.Bytes()) {
+		resp.Body = w.body.String()
+	} else {
+		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(w.body.Bytes()), true
+	}
+	return resp, nil
+}
+
+func gatewayError(status int, msg string) events.APIGatewayV2HTTPResponse {
+	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"},
+		Body: `{"error":{"code":"` + fault.RequestInvalid.ID() + `","message":"` + msg + `"}}`}
+}
+
+// gatewayWriter collects an answer for API Gateway.
+type gatewayWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *gatewayWriter) Header() http.Header { return w.header }
+
+func (w *gatewayWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *gatewayWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// WebPoster is the Poster over Slack's Web API: chat.postMessage with the
+// bot token the client holds.
+type WebPoster struct {
+	client *goslack.Client
+}
+
+var _ Poster = (*WebPoster)(nil)
+
+// NewWebPoster returns a Poster posting with client (slack.New(token,
+// slack.OptionAPIURL(…)) to point it at another Web API).
+func NewWebPoster(client *goslack.Client) *WebPoster { return &WebPoster{client: client} }
+
+// Reply posts text in the thread with chat.postMessage. Slack's refusal
+// (not_in_channel, channel_not_found, …) comes back as the error.
+func (p *WebPoster) Reply(ctx context.Context, channel, threadTS, text string) error {
+	_, _, err := p.client.PostMessageContext(ctx, channel, goslack.MsgOptionText(text, false), goslack.MsgOptionTS(threadTS))
+	if err != nil {
+		return fmt.Errorf("post in Slack thread %s/%s: %w", channel, threadTS, err)
+	}
+	return nil
+}

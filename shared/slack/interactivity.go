@@ -1,0 +1,107 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// interactivity is POST /slack/interactivity: a form whose payload field
+// is the interaction's JSON. A block_actions payload with the Stop button
+// (action_id thread.StopAction, value the run id) cancels the run and says
+// so in its thread; every other interaction is acknowledged and ignored.
+func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
+	body, ok := h.verified(w, r)
+	if !ok {
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	payload := form.Get("payload")
+	if err != nil || payload == "" {
+		writeError(w, http.StatusBadRequest, fault.RequestInvalid.ID(), "an interaction is a form with a payload field")
+		return
+	}
+	var ic goslack.InteractionCallback
+	if err := json.Unmarshal([]byte(payload), &ic); err != nil {
+		writeError(w, http.StatusBadRequest, fault.RequestInvalid.ID(), "the interaction's payload is not JSON Slack sends")
+		return
+	}
+	if ic.Type == goslack.InteractionTypeBlockActions {
+		for _, a := range ic.ActionCallback.BlockActions {
+			if a == nil || a.ActionID != thread.StopAction {
+				continue
+			}
+			if err := h.stop(r.Context(), ic, a.Value); err != nil {
+				h.internal(w, r, err)
+				return
+			}
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// stop cancels the run a Stop button names, if it is the run of the thread
+// the button was clicked in, and answers in that thread. It returns an
+// error only for what is wrong inside agentsfleet.
+func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runID string) error {
+	channel := ic.Channel.ID
+	if channel == "" {
+		channel = ic.Container.ChannelID
+	}
+	clicked := ic.Message.ThreadTimestamp
+	if clicked == "" {
+		clicked = ic.Container.ThreadTs
+	}
+	if clicked == "" {
+		clicked = ic.Container.MessageTs
+	}
+	who := "someone"
+	if ic.User.ID != "" {
+		who = "<@" + ic.User.ID + ">"
+	}
+	run, err := h.cfg.Store.GetRun(ctx, runID)
+	switch {
+	case errors.Is(err, fault.RunNotFound), errors.Is(err, fault.RequestInvalid):
+		h.answer(ctx, channel, clicked, "There is no run "+runID+" to stop.")
+		return nil
+	case err != nil:
+		return err
+	}
+	// The button's value is the app's own, but the check costs nothing: a
+	// run is stopped only from its own thread's channel.
+	if run.Thread == nil || run.Thread.Channel != channel {
+		h.log.Warn("slack: Stop refused: the run does not answer in this channel", "run_id", runID, "channel", channel)
+		h.answer(ctx, channel, clicked, "Run "+runID+" does not answer in this channel, so it cannot be stopped from here.")
+		return nil
+	}
+	_, err = h.cfg.Store.Transition(ctx, runID, store.StatusCancelled, "stopped from Slack by "+userOr(ic.User.ID))
+	if errors.Is(err, fault.RunBadTransition) {
+		status := run.Status
+		if cur, err := h.cfg.Store.GetRun(ctx, runID); err == nil {
+			status = cur.Status
+		}
+		h.answer(ctx, run.Thread.Channel, run.Thread.ThreadTS, fmt.Sprintf("Run %s had already ended (%s); there is nothing to stop.", runID, status))
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h.answer(ctx, run.Thread.Channel, run.Thread.ThreadTS, fmt.Sprintf("Stopped by %s: run %s is cancelled.", who, runID))
+	return nil
+}
+
+func userOr(id string) string {
+	if id == "" {
+		return "an unknown user"
+	}
+	return id
+}
