@@ -28,6 +28,13 @@ type (
 		Secrets map[string]string `json:"secrets,omitempty"`
 		Limits  wireLimits        `json:"limits,omitzero"`
 		Sandbox wireSandbox       `json:"sandbox,omitzero"`
+		Slack   wireSlack         `json:"slack,omitzero"`
+	}
+	// wireSlack holds only what differs from the defaults, so that a
+	// Definition that says nothing of Slack keeps its canonical bytes.
+	wireSlack struct {
+		OnReply      ReplyMode `json:"on_reply,omitempty"`
+		MergeSeconds *int      `json:"merge_seconds,omitempty"`
 	}
 	wireNetwork struct {
 		Hosts []string `json:"hosts,omitempty"`
@@ -60,8 +67,26 @@ func (d *Definition) wire() wireDefinition {
 				Budget:             wireBudget{Tokens: d.Limits.Budget.Tokens, ToolCalls: d.Limits.Budget.ToolCalls},
 			},
 			Sandbox: wireSandbox{Size: d.Sandbox.Size},
+			Slack:   d.Slack.wire(),
 		},
 	}
+}
+
+// wire is s as the canonical form keeps it: nothing for the defaults, and
+// nothing for the zero Slack of a Definition built in Go (no mode yet).
+func (s Slack) wire() wireSlack {
+	var w wireSlack
+	if s.OnReply == "" {
+		return w
+	}
+	if s.OnReply != ReplyQueue {
+		w.OnReply = s.OnReply
+	}
+	if s.MergeSeconds != DefaultMergeSeconds {
+		m := s.MergeSeconds
+		w.MergeSeconds = &m
+	}
+	return w
 }
 
 // Canonical returns d as canonical JSON, the form a revision is stored in:
@@ -159,6 +184,15 @@ func (d *Definition) TOML() []byte {
 	}
 	if d.Sandbox.Size != "" {
 		fmt.Fprintf(&b, "\n[%s.sandbox]\nsize = %s\n", runtimeKey, tomlString(string(d.Sandbox.Size)))
+	}
+	if w := d.Slack.wire(); w != (wireSlack{}) {
+		fmt.Fprintf(&b, "\n[%s.slack]\n", runtimeKey)
+		if w.OnReply != "" {
+			fmt.Fprintf(&b, "on_reply = %s\n", tomlString(string(w.OnReply)))
+		}
+		if w.MergeSeconds != nil {
+			fmt.Fprintf(&b, "merge_seconds = %d\n", *w.MergeSeconds)
+		}
 	}
 	return b.Bytes()
 }

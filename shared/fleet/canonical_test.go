@@ -161,6 +161,7 @@ func TestNormalize(t *testing.T) {
 		Limits: fleet.Limits{ToolTimeoutSeconds: fleet.DefaultToolTimeoutSeconds,
 			Budget: fleet.Budget{Tokens: fleet.DefaultBudgetTokens, ToolCalls: fleet.DefaultBudgetToolCalls}},
 		Sandbox: fleet.Sandbox{Size: fleet.DefaultSandboxSize},
+		Slack:   fleet.Slack{OnReply: fleet.ReplyQueue, MergeSeconds: fleet.DefaultMergeSeconds},
 	}
 	if !reflect.DeepEqual(n, want) {
 		t.Fatalf("Normalize() = %+v\nwant %+v", n, want)

@@ -61,6 +61,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		tools, hosts           []listEntry
 		hostsAt                keyPath
 		timeout, tokens, calls intSetting
+		onReply                string
+		onReplySet             bool
+		merge                  intSetting
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
@@ -113,6 +116,12 @@ func (d *decoder) definition(root map[string]any) *Definition {
 				"sandbox": func(at keyPath, v any) {
 					d.table(at, v, map[string]field{"size": str(&size, &sizeSet)})
 				},
+				"slack": func(at keyPath, v any) {
+					d.table(at, v, map[string]field{
+						"on_reply":      str(&onReply, &onReplySet),
+						"merge_seconds": integer(&merge),
+					})
+				},
 			})
 		},
 	})
@@ -148,6 +157,15 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		MinToolTimeoutSeconds, MaxToolTimeoutSeconds, DefaultToolTimeoutSeconds, "seconds"))
 	def.Limits.Budget.Tokens = d.bounded(tokens, 1, MaxBudgetTokens, DefaultBudgetTokens, "tokens")
 	def.Limits.Budget.ToolCalls = int(d.bounded(calls, 1, MaxBudgetToolCalls, DefaultBudgetToolCalls, "tool calls"))
+	def.Slack.OnReply = ReplyQueue
+	if onReplySet {
+		if m := ReplyMode(onReply); m == ReplyQueue || m == ReplyInterrupt {
+			def.Slack.OnReply = m
+		} else {
+			d.probs.add(runtimePath("slack", "on_reply"), "%q is not a reply mode; want queue (a reply waits for the run's next turn) or interrupt (it stops the run and starts one that goes on with it)", clip(onReply))
+		}
+	}
+	def.Slack.MergeSeconds = int(d.bounded(merge, 0, MaxMergeSeconds, DefaultMergeSeconds, "seconds"))
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {

@@ -40,6 +40,8 @@ type Definition struct {
 	Limits Limits
 	// Sandbox is the sandbox a run gets.
 	Sandbox Sandbox
+	// Slack is how the fleet takes its Slack threads.
+	Slack Slack
 }
 
 // Limits are a run's caps.
@@ -67,6 +69,35 @@ type Budget struct {
 	// default DefaultBudgetToolCalls.
 	ToolCalls int
 }
+
+// Slack is how a fleet takes the messages of its Slack threads
+// ([x-agentsfleet.slack]).
+type Slack struct {
+	// OnReply is what a reply in a thread whose run is still working does:
+	// ReplyQueue (the default) hands it to that run for its next turn;
+	// ReplyInterrupt stops that run and starts one that continues its
+	// conversation with the reply.
+	OnReply ReplyMode
+	// MergeSeconds is how long a run started from Slack waits before its
+	// first turn, so that a burst of messages in its thread becomes one
+	// turn: 0 to MaxMergeSeconds, default DefaultMergeSeconds.
+	MergeSeconds int
+}
+
+// ReplyMode is Slack.OnReply.
+type ReplyMode string
+
+// The reply modes.
+const (
+	ReplyQueue     ReplyMode = "queue"
+	ReplyInterrupt ReplyMode = "interrupt"
+)
+
+// The limits of Slack.MergeSeconds.
+const (
+	DefaultMergeSeconds = 3
+	MaxMergeSeconds     = 30
+)
 
 // Sandbox is the sandbox settings.
 type Sandbox struct {

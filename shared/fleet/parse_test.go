@@ -135,6 +135,7 @@ func TestMinimalGetsDefaults(t *testing.T) {
 			Budget:             fleet.Budget{Tokens: fleet.DefaultBudgetTokens, ToolCalls: fleet.DefaultBudgetToolCalls},
 		},
 		Sandbox: fleet.Sandbox{Size: fleet.SizeSmall},
+		Slack:   fleet.Slack{OnReply: fleet.ReplyQueue, MergeSeconds: fleet.DefaultMergeSeconds},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("got %+v\nwant %+v", d, want)
@@ -484,5 +485,38 @@ func TestManyProblemsAreCapped(t *testing.T) {
 	msg := err.Error()
 	if !strings.Contains(msg, "(5000 problems)") || !strings.HasSuffix(msg, "; and 4980 more") || len(msg) > 20_000 {
 		t.Fatalf("error is %d bytes, want the count, 20 problems and \"and 4980 more\": %.200s…", len(msg), msg)
+	}
+}
+
+func TestSlackSettings(t *testing.T) {
+	t.Parallel()
+	base := "name = \"talker\"\ninstructions = \"Talk.\"\n"
+	d, err := fleet.ParseTOML([]byte(base + "[x-agentsfleet.slack]\non_reply = \"interrupt\"\nmerge_seconds = 0\n"))
+	if err != nil || d.Slack != (fleet.Slack{OnReply: fleet.ReplyInterrupt, MergeSeconds: 0}) {
+		t.Fatalf("Parse = %+v, %v", d, err)
+	}
+	// They survive the canonical form and the TOML layout; the defaults
+	// leave no trace in either.
+	for _, back := range []func() (*fleet.Definition, error){
+		func() (*fleet.Definition, error) { return fleet.ParseJSON(d.Canonical()) },
+		func() (*fleet.Definition, error) { return fleet.ParseTOML(d.TOML()) },
+	} {
+		if got, err := back(); err != nil || got.Slack != d.Slack {
+			t.Fatalf("round trip = %+v, %v", got, err)
+		}
+	}
+	plain, _ := fleet.ParseTOML([]byte(base))
+	if strings.Contains(string(plain.Canonical()), "slack") || strings.Contains(string(plain.TOML()), "slack") {
+		t.Fatalf("defaults written out: %s", plain.Canonical())
+	}
+	for _, bad := range []struct{ toml, want string }{
+		{"on_reply = \"later\"", `"later" is not a reply mode`},
+		{"merge_seconds = 31", "31 is out of range; want 0 to 30 seconds"},
+		{"merge = 3", `unknown key "merge"`},
+	} {
+		_, err := fleet.ParseTOML([]byte(base + "[x-agentsfleet.slack]\n" + bad.toml + "\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "x-agentsfleet.slack") {
+			t.Errorf("%s: %v, want %q", bad.toml, err, bad.want)
+		}
 	}
 }

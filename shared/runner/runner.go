@@ -304,6 +304,9 @@ type execution struct {
 	stop context.CancelCauseFunc
 	// messages are the step's message.posted events, guarded by mu.
 	messages []store.NewEvent
+	// inbox are the run.input events of messages taken into the
+	// conversation since the last commit.
+	inbox []store.NewEvent
 }
 
 // load reads the run, its pinned Definition and its checkpoint. It returns
@@ -378,6 +381,7 @@ func (x *execution) loop(ctx context.Context) error {
 		}
 	}
 	defer x.watch(ctx)()
+	x.awaitBurst(ctx)
 	for {
 		if ctx.Err() != nil {
 			return x.interrupted(ctx, context.Cause(ctx))
@@ -464,6 +468,9 @@ func (x *execution) start(ctx context.Context) error {
 // arguments, so that a call the new answer repeats is answered from
 // sandboxd's cache instead of running twice.
 func (x *execution) turn(ctx context.Context) (done bool, err error) {
+	if err := x.takeInbox(ctx); err != nil {
+		return true, err
+	}
 	if err := x.fitContext(ctx); err != nil || x.st.Ended != nil {
 		return true, err
 	}
@@ -569,6 +576,7 @@ func (x *execution) affords(spend store.Budget) (string, bool) {
 // and condition, and events.
 func (x *execution) commit(ctx context.Context, st store.Step, events ...store.NewEvent) error {
 	next := x.step + 1
+	events = append(x.inbox, events...)
 	data, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
 	if err != nil {
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
@@ -584,7 +592,7 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
-	x.step = next
+	x.step, x.inbox = next, nil
 	x.run.Spent.Tokens += st.Spend.Tokens
 	x.run.Spent.ToolCalls += st.Spend.ToolCalls
 	if x.child != nil {

@@ -23,6 +23,9 @@ type state struct {
 	LastInput int64 `json:"last_input,omitempty"`
 	// Compactions counts the summaries that replaced earlier turns.
 	Compactions int `json:"compactions,omitempty"`
+	// InboxSeen is the last inbox message (store.SendToRun) the
+	// conversation holds.
+	InboxSeen int64 `json:"inbox_seen,omitempty"`
 	// Ended is set by the step that commits run.ended; the status move
 	// that follows it may still be pending when the invocation died.
 	Ended *RunEnded `json:"ended,omitempty"`

@@ -227,3 +227,56 @@ func (x *execution) history(ctx context.Context) ([]model.Message, error) {
 	}
 	return msgs, nil
 }
+
+// EventRunInput is run.input: a message that reached the run while it
+// worked (a reply in its thread), taken into its next turn.
+const EventRunInput = "run.input"
+
+// RunInput is run.input's data.
+type RunInput struct {
+	Seq  int64  `json:"seq"`
+	Text string `json:"text"`
+}
+
+// takeInbox adds the messages that reached the run since its last turn to
+// the conversation, as the user's, and keeps their run.input events for the
+// step's commit. Only a run with a thread has an inbox.
+func (x *execution) takeInbox(ctx context.Context) error {
+	if x.child != nil || x.run.Thread == nil {
+		return nil
+	}
+	msgs, err := x.r.cfg.Store.Inbox(ctx, x.run.ID, x.st.InboxSeen)
+	if err != nil || len(msgs) == 0 {
+		return err
+	}
+	last := &x.st.Messages[len(x.st.Messages)-1]
+	if last.Role != model.User {
+		x.st.Messages = append(x.st.Messages, model.Message{Role: model.User})
+		last = &x.st.Messages[len(x.st.Messages)-1]
+	}
+	for _, m := range msgs {
+		last.Content = append(last.Content, model.Part{Text: "New message in the thread: " + m.Text})
+		x.inbox = append(x.inbox, newEvent(EventRunInput, RunInput{Seq: m.Seq, Text: m.Text}))
+		x.st.InboxSeen = m.Seq
+	}
+	return nil
+}
+
+// awaitBurst holds a Slack run's first turn until its fleet's merge window
+// (fleet.Slack.MergeSeconds) has passed since the run was recorded, so that
+// the messages of a burst reach the first turn together.
+func (x *execution) awaitBurst(ctx context.Context) {
+	if x.child != nil || x.run.Thread == nil || x.step != 1 || x.def.Slack.MergeSeconds <= 0 {
+		return
+	}
+	wait := time.Until(x.run.CreatedAt.Add(time.Duration(x.def.Slack.MergeSeconds) * time.Second))
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

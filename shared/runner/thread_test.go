@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -167,7 +168,7 @@ text = "still answered"
 	}}
 	e := newEnv(t, script, func(c *runner.Config) { c.MessageTimeout = 300 * time.Millisecond })
 	e.local.Register(invoke.Slack, slack.handle)
-	d := e.fleet(definition("limits", "message"))
+	d := e.fleet(definition("limits", "message") + noMerge)
 
 	runID := e.slackRun(d.Name, "go")
 	if err := e.runner.Run(ctx, runID); err != nil {
@@ -209,7 +210,7 @@ func TestFailedRunIsSaidInTheThread(t *testing.T) {
 	slack := &slackFn{}
 	e := newEnv(t, "[[turn]]\n[[turn.tool_call]]\nname = \"update_plan\"\narguments = { plan = [{ step = \"try\", status = \"in_progress\" }] }\n")
 	e.local.Register(invoke.Slack, slack.handle)
-	d := e.fleet(definition("fails", "update_plan"))
+	d := e.fleet(definition("fails", "update_plan") + noMerge)
 	runID := e.slackRun(d.Name, "go")
 	if err := e.runner.Run(ctx, runID); err != nil {
 		t.Fatal(err)
@@ -231,7 +232,7 @@ const ghARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gh-AbCdEf"
 func TestRunContinuesAConversation(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "[[turn]]\ntext = \"noted\"\n[[turn]]\ntext = \"you first said: {{input}}\"\n")
-	d := e.fleet(definition("talk", "read"))
+	d := e.fleet(definition("talk", "read") + noMerge)
 	first := e.slackRun(d.Name, "remember the number 42")
 	if err := e.runner.Run(ctx, first); err != nil {
 		t.Fatal(err)
@@ -252,5 +253,84 @@ func TestRunContinuesAConversation(t *testing.T) {
 	_, _, err = e.store.CreateRun(ctx, store.NewRun{Fleet: other.Name, Source: store.SourceAPI, Input: []byte("x"), Continues: first})
 	if err == nil || !strings.Contains(err.Error(), "no run "+first+" of fleet other") {
 		t.Fatalf("continuing another fleet's run = %v", err)
+	}
+}
+
+// noMerge turns off the Slack merge window in these tests' fleets.
+const noMerge = "[x-agentsfleet.slack]\nmerge_seconds = 0\n"
+
+// recorder keeps the conversation of every model call, and calls onCall
+// (if set) before answering the n-th.
+type recorder struct {
+	model.Model
+	mu     sync.Mutex
+	seen   [][]model.Message
+	onCall func(n int)
+}
+
+func (r *recorder) Converse(ctx context.Context, req model.Request) (model.Response, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, append([]model.Message(nil), req.Messages...))
+	n, f := len(r.seen), r.onCall
+	r.mu.Unlock()
+	if f != nil {
+		f(n)
+	}
+	return r.Model.Converse(ctx, req)
+}
+
+// lastUserText is the text of the last user message of the n-th call.
+func (r *recorder) lastUserText(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msgs := r.seen[n-1]
+	var b strings.Builder
+	for _, p := range msgs[len(msgs)-1].Content {
+		b.WriteString(p.Text + "|")
+	}
+	return b.String()
+}
+
+// TestRepliesReachTheWorkingRun: a burst of messages before the first turn
+// joins it (the merge window), and a reply while the run works reaches its
+// next turn; each is a run.input event.
+func TestRepliesReachTheWorkingRun(t *testing.T) {
+	t.Parallel()
+	var rec *recorder
+	e := newEnv(t, "[[turn]]\n[[turn.tool_call]]\nname = \"read\"\narguments = { path = \"notes.txt\" }\n[[turn]]\ntext = \"done\"\n",
+		func(c *runner.Config) { rec = &recorder{Model: c.Model}; c.Model = rec })
+	e.write("notes.txt", "db-1 is full\n")
+	d := e.fleet(definition("listener", "read") + "[x-agentsfleet.slack]\nmerge_seconds = 1\n")
+	runID := e.slackRun(d.Name, "check the disks")
+	// Sent right after the mention: within the merge window.
+	if _, err := e.store.SendToRun(ctx, runID, "and db-2 too"); err != nil {
+		t.Fatal(err)
+	}
+	rec.onCall = func(n int) {
+		if n == 1 { // a reply while the first turn works
+			if _, err := e.store.SendToRun(ctx, runID, "stop after db-2"); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := e.runner.Run(ctx, runID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.lastUserText(1); got != "check the disks|New message in the thread: and db-2 too|" {
+		t.Fatalf("first turn saw %q; want the mention and the burst together", got)
+	}
+	if got := rec.lastUserText(2); !strings.HasSuffix(got, "|New message in the thread: stop after db-2|") {
+		t.Fatalf("second turn saw %q; want the read's result, then the reply", got)
+	}
+	var inputs []string
+	for _, ev := range e.events(runID) {
+		if ev.Type == runner.EventRunInput {
+			var in runner.RunInput
+			json.Unmarshal(ev.Data, &in)
+			inputs = append(inputs, fmt.Sprint(in.Seq, " ", in.Text))
+		}
+	}
+	if strings.Join(inputs, ";") != "1 and db-2 too;2 stop after db-2" {
+		t.Fatalf("run.input events = %v", inputs)
 	}
 }

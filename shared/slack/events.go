@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -216,6 +217,11 @@ func (h *Handler) start(ctx context.Context, m message) error {
 		}
 		return h.answerOnce(ctx, m, "Mention me with what you want done, such as \"@agentsfleet why did last night's deploy fail?\", and I will start a run of "+fleetName+" in this thread.")
 	}
+	if continues != "" {
+		if handed, err := h.toWorkingRun(ctx, m, fleetName, continues, input); err != nil || handed {
+			return err
+		}
+	}
 	run, _, err := runner.Start(ctx, st, h.cfg.Invoker, store.NewRun{Fleet: fleetName, Source: store.SourceSlack,
 		Thread: &store.Thread{Channel: m.channel, ThreadTS: m.threadTS}, Input: []byte(input),
 		Idempotency: &store.IdempotencyKey{Scope: IdempotencyScope, Key: m.eventID}, Continues: continues})
@@ -259,4 +265,54 @@ func (h *Handler) answerOnce(ctx context.Context, m message, text string) error 
 		h.answer(ctx, m.channel, m.threadTS, text)
 	}
 	return nil
+}
+
+// inboxScope dedupes the messages handed to a working run, by event_id.
+const inboxScope = "slack-inbox"
+
+// toWorkingRun hands a message in the thread of a run still working to
+// that run, as its fleet says (fleet.Slack.OnReply): queued for the run's
+// next turn (handed true), or the run interrupted so that a new run goes
+// on with the conversation and the message (handed false: the caller
+// starts it). A run that has ended is left alone (handed false).
+func (h *Handler) toWorkingRun(ctx context.Context, m message, fleetName, runID, input string) (handed bool, err error) {
+	st := h.cfg.Store
+	run, err := st.GetRun(ctx, runID)
+	if err != nil || (run.Status != store.StatusQueued && run.Status != store.StatusRunning) {
+		return false, nil // gone or ended: a new run continues it
+	}
+	rev, err := st.GetRevision(ctx, run.Fleet, run.Revision)
+	if err != nil {
+		return false, err
+	}
+	def, err := fleet.ParseJSON(rev.Definition)
+	if err != nil {
+		return false, err
+	}
+	// One claim per event: a retry neither queues it again nor interrupts
+	// the run the first delivery started.
+	prev, claimed, err := st.ClaimIdempotencyKey(ctx, inboxScope, m.eventID, runID, 0)
+	if err != nil {
+		return false, err
+	}
+	interrupt := def.Slack.OnReply == fleet.ReplyInterrupt
+	if !claimed {
+		// Queued before: done. Interrupted before: the caller's start
+		// finds the run that delivery started, by the event's key.
+		return !interrupt && prev == runID, nil
+	}
+	if interrupt {
+		_, err := st.Transition(ctx, runID, store.StatusCancelled, "interrupted by a new message in its thread")
+		if err != nil && !errors.Is(err, fault.RunBadTransition) {
+			return false, err
+		}
+		return false, nil
+	}
+	if _, err := st.SendToRun(ctx, runID, input); errors.Is(err, store.ErrRunEnded) {
+		return false, nil // it ended meanwhile: a new run continues it
+	} else if err != nil {
+		return false, err
+	}
+	h.log.Info("slack: a reply queued for the working run", "run_id", runID, "fleet", fleetName, "event_id", m.eventID)
+	return true, nil
 }

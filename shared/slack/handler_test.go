@@ -115,9 +115,9 @@ func newEnv(t testing.TB, cfg func(*slack.Config)) *env {
 }
 
 // fleet applies a small Definition as fleet name.
-func (e *env) fleet(name string) {
+func (e *env) fleet(name string, extra ...string) {
 	e.t.Helper()
-	def, err := fleet.Parse([]byte("name = \""+name+"\"\ninstructions = \"Help the team.\"\n[x-agentsfleet]\ntools = [\"read\"]\n"), fleet.TOML)
+	def, err := fleet.Parse([]byte("name = \""+name+"\"\ninstructions = \"Help the team.\"\n[x-agentsfleet]\ntools = [\"read\"]\n"+strings.Join(extra, "")), fleet.TOML)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -433,6 +433,8 @@ func TestThreadReply(t *testing.T) {
 	if _, err := e.store.PutSlackRoute(ctx, channel, "dev"); err != nil {
 		t.Fatal(err)
 	}
+	// The first run has ended: a reply starts a run that continues it.
+	end(t, e.store, first[0].ID)
 	e.deliver(reply)
 	runs := e.runs("ops")
 	if len(runs) != 2 || len(e.runs("dev")) != 0 {
@@ -615,5 +617,59 @@ func TestManifest(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("slack/manifest.yaml lacks %q", want)
 		}
+	}
+}
+
+// end moves a run through running to succeeded.
+func end(t *testing.T, st *store.Store, id string) {
+	t.Helper()
+	for _, to := range []store.Status{store.StatusRunning, store.StatusSucceeded} {
+		if _, err := st.Transition(ctx, id, to, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReplyToAWorkingRun: a reply in the thread of a run still working is
+// queued for that run (and a retry of it queued once), or, for a fleet
+// whose replies interrupt, stops that run and starts one going on with it.
+func TestReplyToAWorkingRun(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"queue", "interrupt"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			e.fleet("ops", "[x-agentsfleet.slack]\non_reply = \""+mode+"\"\n")
+			if _, err := e.store.PutSlackRoute(ctx, channel, "ops"); err != nil {
+				t.Fatal(err)
+			}
+			e.deliver(load(t, "app_mention.json"))
+			first := e.runs("ops")
+			if len(first) != 1 {
+				t.Fatalf("the mention started %d runs", len(first))
+			}
+			reply := load(t, "thread_reply.json")
+			e.deliver(reply)
+			e.deliver(reply) // Slack's retry
+			runs := e.runs("ops")
+			inbox, err := e.store.Inbox(ctx, first[0].ID, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, _ := e.store.GetRun(ctx, first[0].ID)
+			switch mode {
+			case "queue":
+				if len(runs) != 1 || len(inbox) != 1 || inbox[0].Text != "and the staging one too" || old.Status != store.StatusQueued {
+					t.Fatalf("queue: %d runs, inbox %+v, first %s; want the reply in the working run's inbox, once", len(runs), inbox, old.Status)
+				}
+			case "interrupt":
+				if len(runs) != 2 || len(inbox) != 0 || old.Status != store.StatusCancelled {
+					t.Fatalf("interrupt: %d runs, inbox %+v, first %s; want it cancelled and one new run", len(runs), inbox, old.Status)
+				}
+				if r, _ := e.store.GetRun(ctx, runs[0].ID); r.Continues != first[0].ID || r.Status != store.StatusQueued {
+					t.Fatalf("the new run (%s) continues %q, want %s; the retry must not stop it", r.Status, r.Continues, first[0].ID)
+				}
+			}
+		})
 	}
 }
