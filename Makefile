@@ -12,7 +12,7 @@ LAMBDA_OUT := build/lambda
 FUNCTIONS  := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build lambdas test test-race dev bench synth lint fmt venv tools clean
+.PHONY: all build lambdas test test-race dev bench synth deploy lint fmt venv tools clean
 
 all: build
 
@@ -53,7 +53,7 @@ lambdas:
 	done
 
 # Packages whose concurrency the race detector checks in every `make test`.
-RACE_PKGS := ./shared/runner/ ./shared/invoke/ ./shared/model/... ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/sandbox/launch/ ./shared/sandbox/launch/pool/ ./shared/sandbox/launch/local/ ./shared/web/ ./shared/schedule/... ./shared/api/...
+RACE_PKGS := ./shared/runner/ ./shared/invoke/ ./shared/model/... ./shared/store/ ./shared/sandbox/server/ ./shared/sandbox/client/ ./shared/sandbox/session/ ./shared/sandbox/confine/ ./shared/sandbox/launch/ ./shared/sandbox/launch/pool/ ./shared/sandbox/launch/local/ ./shared/web/ ./shared/schedule/... ./shared/api/... ./shared/slack/...
 
 ## test: all tests, against a moto server the tests start themselves, then
 ## the concurrent packages again under the race detector. The Lambdas are
@@ -62,6 +62,7 @@ test: venv tools lambdas
 	$(GO) vet ./...
 	$(GO) test $(GOTEST_FLAGS) ./...
 	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
+	cd infra && $(CDK_ENV) CDK_VALIDATION=false $(GO) vet ./... && $(CDK_ENV) CDK_VALIDATION=false $(GO) test $(GOTEST_FLAGS) ./...
 
 ## test-race: the tests under the race detector.
 test-race: venv tools
@@ -75,10 +76,16 @@ dev: venv build
 bench: venv tools build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... | tee bench.txt
 
-## synth: the CDK app.
-synth:
-	@if [ -f infra/main.go ]; then cd infra && npx --yes aws-cdk@2 synth; \
-	else echo "synth: the CDK app (infra/) is not built yet"; exit 1; fi
+## synth: the CDK app (infra/, its own Go module) into cdk.out/Agentsfleet.template.json;
+## SYNTH_ARGS="-c network=private" passes context. Needs node, not the CDK CLI.
+CDK_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+synth: lambdas
+	cd infra && $(CDK_ENV) CDK_OUTDIR=$(CURDIR)/cdk.out $(GO) run . $(SYNTH_ARGS)
+
+## deploy: `cdk deploy` of the stack (cdk.json), DEPLOY_ARGS passed on
+## ("-c network=private", "--profile p"). Needs AWS credentials and Docker.
+deploy: lambdas
+	$(CDK_ENV) npx --yes aws-cdk@2 deploy $(DEPLOY_ARGS) Agentsfleet
 
 ## lint: gofmt, go vet and staticcheck.
 lint:

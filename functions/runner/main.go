@@ -8,6 +8,8 @@
 //	AGENTSFLEET_TABLE                 the DynamoDB table
 //	AGENTSFLEET_CHECKPOINT_BUCKET     S3 bucket for checkpoints larger than an item and the fleets' folders (optional)
 //	AGENTSFLEET_FUNCTION_WEBTOOLS     the webtools function's name or ARN
+//	AGENTSFLEET_FUNCTION_SLACK        the slack function's name or ARN, which posts in the threads
+//	                                  of runs started from Slack (optional: without it they post nothing)
 //	AGENTSFLEET_MODEL_PROVIDER        bedrock (default), anthropic, openai or scripted; see shared/model/provider
 //	AGENTSFLEET_MODEL                 the model id for Definitions that name none
 //	AWS_LAMBDA_FUNCTION_NAME          set by Lambda: the runner invokes itself by it
@@ -116,7 +118,11 @@ func newRunner(ctx context.Context, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	inv := invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: self, invoke.Webtools: webtools})
+	fns := map[string]string{invoke.Runner: self, invoke.Webtools: webtools}
+	if slack := getenv("AGENTSFLEET_FUNCTION_SLACK"); slack != "" {
+		fns[invoke.Slack] = slack // it posts in the threads of runs from Slack
+	}
+	inv := invoke.NewLambda(awslambda.NewFromConfig(awsCfg), fns)
 	cfg := runner.Config{
 		Store:        st,
 		Model:        chosen.Model,
