@@ -1,10 +1,8 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,14 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/gateway"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -168,80 +165,9 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // HandleGateway serves one API Gateway HTTP API request (payload format
-// 2.0) as ServeHTTP would: the slack λ's handler. It is shared/api's
-// adapter, copied so that this package need not import the HTTP API. A body
-// API Gateway sent base64-encoded is decoded (the signature is over the
-// bytes Slack sent); repeated headers arrive joined with commas, which
-// Verify refuses as malformed.
+// 2.0) as ServeHTTP would: the slack function's handler.
 func (h *Handler) HandleGateway(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	body := []byte(req.Body)
-	if req.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(req.Body)
-		if err != nil {
-			return gatewayError(http.StatusBadRequest, "the request body is not valid base64"), nil
-		}
-		body = b
-	}
-	target := req.RawPath
-	if target == "" {
-		target = "/"
-	}
-	if req.RawQueryString != "" {
-		target += "?" + req.RawQueryString
-	}
-	method := req.RequestContext.HTTP.Method
-	if method == "" {
-		method = http.MethodGet
-	}
-	r, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
-	if err != nil {
-		return gatewayError(http.StatusBadRequest, "the request line cannot be read"), nil
-	}
-	for k, v := range req.Headers {
-		r.Header.Set(k, v)
-	}
-	r.RemoteAddr = req.RequestContext.HTTP.SourceIP
-	r.Host = req.RequestContext.DomainName
-	w := &gatewayWriter{header: http.Header{}}
-	h.ServeHTTP(w, r)
-	resp := events.APIGatewayV2HTTPResponse{StatusCode: w.status, Headers: map[string]string{}}
-	if resp.StatusCode == 0 {
-		resp.StatusCode = http.StatusOK
-	}
-	for k, v := range w.header {
-		resp.Headers[k] = strings.Join(v, ", ")
-	}
-	if utf8.Valid(w.body.Bytes()) {
-		resp.Body = w.body.String()
-	} else {
-		resp.Body, resp.IsBase64Encoded = base64.StdEncoding.EncodeToString(w.body.Bytes()), true
-	}
-	return resp, nil
-}
-
-func gatewayError(status int, msg string) events.APIGatewayV2HTTPResponse {
-	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{"Content-Type": "application/json"},
-		Body: `{"error":{"code":"` + fault.RequestInvalid.ID() + `","message":"` + msg + `"}}`}
-}
-
-// gatewayWriter collects an answer for API Gateway.
-type gatewayWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *gatewayWriter) Header() http.Header { return w.header }
-
-func (w *gatewayWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-}
-
-func (w *gatewayWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(b)
+	return gateway.Serve(ctx, h, req), nil
 }
 
 // WebPoster is the Poster over Slack's Web API: chat.postMessage with the
