@@ -12,5 +12,7 @@
 // shared/api/webhook's; completion callbacks are shared/api/callback's,
 // sent by the runner as a run ends.
 //
-// The Slack routes come with the Slack integration.
+// PUT /v1/slack/routes/{channel} routes a Slack channel to a fleet; Slack's
+// own endpoints (/slack/*) are shared/slack's, served by the slack
+// function.
 package api
