@@ -18,31 +18,6 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 )
 
-// remoteScript plans, then answers.
-const remoteScript = `[[turn]]
-[[turn.tool_call]]
-name = "update_plan"
-arguments = { plan = [{ step = "look at {{input}}", status = "completed" }] }
-
-[[turn]]
-text = "done: {{input}}"
-`
-
-const remoteOps = `name = "ops"
-instructions = "Keep things running."
-[x-agentsfleet]
-tools = ["update_plan"]
-`
-
-// remoteTight's runs fail: the first model call spends more than its budget.
-const remoteTight = `name = "tight"
-instructions = "Keep things running."
-[x-agentsfleet]
-tools = ["update_plan"]
-[x-agentsfleet.limits.budget]
-tokens = 1
-`
-
 // apiEnv is the real HTTP API (shared/api) over a fresh table on moto: a
 // runner on the scripted model behind a local invoker, and schedules kept
 // over moto's EventBridge Scheduler. bare is the same API without
@@ -56,8 +31,8 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	full := apitest.New(t, apitest.Options{Script: remoteScript, Schedules: true})
-	bare := apitest.New(t, apitest.Options{Script: remoteScript,
+	full := apitest.New(t, apitest.Options{Script: apitest.PlanScript, Schedules: true})
+	bare := apitest.New(t, apitest.Options{Script: apitest.PlanScript,
 		API: func(c *api.Config) { c.Store, c.Invoker = full.Store, full.Local }})
 	return &apiEnv{srv: full.HTTP, bare: bare.HTTP, admin: full.Admin, local: full.Local, dir: t.TempDir()}
 }
@@ -113,7 +88,7 @@ func TestRemoteCommands(t *testing.T) {
 	}
 
 	t.Run("apply", func(t *testing.T) {
-		def := e.file(t, "ops.toml", remoteOps)
+		def := e.file(t, "ops.toml", apitest.OpsTOML)
 		if out := must(t, "apply", "-f", def); out != "fleet ops: revision 1\n" {
 			t.Errorf("apply printed %q", out)
 		}
@@ -121,7 +96,7 @@ func TestRemoteCommands(t *testing.T) {
 		if o := jsonLines(t, out); len(o) != 1 || o[0]["revision"] != 1.0 || o[0]["unchanged"] != true {
 			t.Errorf("apply again --output json printed %q", out)
 		}
-		must(t, "apply", "-f", e.file(t, "tight.toml", remoteTight))
+		must(t, "apply", "-f", e.file(t, "tight.toml", apitest.TightTOML))
 		// A bad Definition: the API's message, naming line and tool; exit 1.
 		bad := e.file(t, "bad.toml", "name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet]\ntools = [\"rm_rf\"]\n")
 		_, err := e.cli("apply", "-f", bad)

@@ -8,12 +8,14 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/api/apitest"
 )
 
 func TestSlackRoute(t *testing.T) {
 	t.Parallel()
 	e := newAPIEnv(t)
-	if _, err := e.cli("apply", "-f", e.file(t, "ops.toml", remoteOps)); err != nil {
+	if _, err := e.cli("apply", "-f", e.file(t, "ops.toml", apitest.OpsTOML)); err != nil {
 		t.Fatal(err)
 	}
 	// Through main's dispatch, as a person types it.

@@ -188,8 +188,13 @@ func agentEvent(ev store.NewEvent, agent string) store.NewEvent {
 }
 
 // interruptAll ends every child of the run still working, as the run
-// ends. Two passes: a child may have started one of its own meanwhile.
+// ends. Two passes: a child may have started one of its own meanwhile. A
+// run that never started one (none when this invocation took it, none
+// since) costs no read.
 func (x *execution) interruptAll(ctx context.Context) {
+	if x.run.ChildrenStarted == 0 && !x.spawned.Load() {
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
 	for range 2 {
 		kids, err := x.r.cfg.Store.ListChildren(ctx, x.run.ID)
@@ -484,6 +489,7 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 	case err != nil:
 		return fail("the child could not be recorded: %v", err)
 	}
+	x.spawned.Store(true)
 	// A retried step finds its child; start it again if its first
 	// invocation never took it (a second one finds the lease held).
 	if created || (c.Status == store.ChildRunning && c.CheckpointStep == 0 && c.LeaseHolder == "") {

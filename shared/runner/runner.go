@@ -307,6 +307,8 @@ type execution struct {
 	// inbox are the run.input events of messages taken into the
 	// conversation since the last commit.
 	inbox []store.NewEvent
+	// spawned says this invocation started a child agent.
+	spawned atomic.Bool
 }
 
 // load reads the run, its pinned Definition and its checkpoint. It returns

@@ -130,7 +130,7 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 		events[i].Agent = childID
 	}
 	// A grandchild spends its parent's share too.
-	c, err := s.getChild(ctx, runID, childID)
+	parentID, err := s.parentOf(ctx, runID, childID)
 	if err != nil {
 		return 0, err
 	}
@@ -196,10 +196,10 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 			runItem(s.table, runKey(runID), re, rset, rcond),
 			{Put: &types.Put{TableName: &s.table, Item: ckpt}},
 		}
-		if spends && c.ParentID != "" {
+		if spends && parentID != "" {
 			pe := newExpr()
 			u, c2 := spendExpr(pe, st.Spend)
-			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &s.table, Key: childKey(runID, c.ParentID),
+			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &s.table, Key: childKey(runID, parentID),
 				UpdateExpression:                    aws.String("SET " + u),
 				ConditionExpression:                 aws.String(c2),
 				ExpressionAttributeNames:            pe.nameMap(),
@@ -241,13 +241,13 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 				s.setHint(runID, cur.EvtSeq)
 				return errRetry
 			}
-			if old, failed := reasonFailed(reasons, 3); failed && spends && c.ParentID != "" {
-				cur, err := s.childFrom(ctx, runID, c.ParentID, old)
+			if old, failed := reasonFailed(reasons, 3); failed && spends && parentID != "" {
+				cur, err := s.childFrom(ctx, runID, parentID, old)
 				if err != nil {
 					return err
 				}
 				if cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls {
-					return shareSpent(c.ParentID, cur, st.Spend)
+					return shareSpent(parentID, cur, st.Spend)
 				}
 				return errRetry
 			}
@@ -262,6 +262,29 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 		return nil
 	})
 	return firstSeq, err
+}
+
+// parentOf returns the parent of a child agent, read once per Store: a
+// child's parent never changes, and each of its steps needs it.
+func (s *Store) parentOf(ctx context.Context, runID, childID string) (string, error) {
+	k := runID + "#" + childID
+	s.hintMu.Lock()
+	p, ok := s.parents[k]
+	s.hintMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	c, err := s.getChild(ctx, runID, childID)
+	if err != nil {
+		return "", err
+	}
+	s.hintMu.Lock()
+	defer s.hintMu.Unlock()
+	if len(s.parents) >= maxHints {
+		clear(s.parents)
+	}
+	s.parents[k] = c.ParentID
+	return c.ParentID, nil
 }
 
 // runItem is the run item's part of a transaction: an update of set when

@@ -38,14 +38,16 @@ var _ API = (*dynamodb.Client)(nil)
 // counter is enforced by DynamoDB (a conditional write or a transaction),
 // never by state held in the Store. The only state a Store keeps is a cache
 // of hints (the last event sequence number seen per run) that saves a read
-// when it is right and costs one retry when it is wrong.
+// when it is right and costs one retry when it is wrong, and the parent of
+// each child agent it has committed a step of, which never changes.
 type Store struct {
 	db    API
 	table string
 	now   func() time.Time
 
-	hintMu sync.Mutex
-	hints  map[string]int64 // run ID → last event seq this Store saw
+	hintMu  sync.Mutex
+	hints   map[string]int64  // run ID → last event seq this Store saw
+	parents map[string]string // run ID + child ID → the child's parent ("" for the run's agent)
 }
 
 // Option configures a Store.
@@ -61,7 +63,7 @@ func WithClock(now func() time.Time) Option {
 // New returns a Store over table. It does not check that the table exists;
 // CreateTable makes one for local use.
 func New(db API, table string, opts ...Option) *Store {
-	s := &Store{db: db, table: table, now: time.Now, hints: map[string]int64{}}
+	s := &Store{db: db, table: table, now: time.Now, hints: map[string]int64{}, parents: map[string]string{}}
 	for _, o := range opts {
 		o(s)
 	}

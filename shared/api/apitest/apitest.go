@@ -29,6 +29,35 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
+// Fixtures the API's clients test with.
+const (
+	// PlanScript plans, then answers: a run makes run.started, tool.call,
+	// plan.updated, tool.result and run.ended.
+	PlanScript = `[[turn]]
+[[turn.tool_call]]
+name = "update_plan"
+arguments = { plan = [{ step = "look at {{input}}", status = "completed" }] }
+
+[[turn]]
+text = "done: {{input}}"
+`
+	// OpsTOML is a fleet holding update_plan.
+	OpsTOML = `name = "ops"
+instructions = "Keep things running."
+[x-agentsfleet]
+tools = ["update_plan"]
+`
+	// TightTOML's runs fail: their first model call spends more than the
+	// budget.
+	TightTOML = `name = "tight"
+instructions = "Keep things running."
+[x-agentsfleet]
+tools = ["update_plan"]
+[x-agentsfleet.limits.budget]
+tokens = 1
+`
+)
+
 // Options shape a Server; the zero Options answer each run with its input.
 type Options struct {
 	// Script is the scripted model's script (TOML); "" answers

@@ -25,32 +25,6 @@ func TestMain(m *testing.M) { awstest.Main(m) }
 
 var ctx = context.Background()
 
-// script plans, then answers: a run makes run.started, tool.call,
-// plan.updated, tool.result and run.ended.
-const script = `[[turn]]
-[[turn.tool_call]]
-name = "update_plan"
-arguments = { plan = [{ step = "look at {{input}}", status = "completed" }] }
-
-[[turn]]
-text = "done: {{input}}"
-`
-
-const opsTOML = `name = "ops"
-instructions = "Keep things running."
-[x-agentsfleet]
-tools = ["update_plan"]
-`
-
-// tightTOML's runs fail: their first model call spends more than the budget.
-const tightTOML = `name = "tight"
-instructions = "Keep things running."
-[x-agentsfleet]
-tools = ["update_plan"]
-[x-agentsfleet.limits.budget]
-tokens = 1
-`
-
 type env struct {
 	store *store.Store
 	local *invoke.Local
@@ -64,7 +38,7 @@ type env struct {
 // by a keeper over the emulator's EventBridge Scheduler (withSchedules).
 func newEnv(t *testing.T, withSchedules bool) *env {
 	t.Helper()
-	s := apitest.New(t, apitest.Options{Script: script, Schedules: withSchedules})
+	s := apitest.New(t, apitest.Options{Script: apitest.PlanScript, Schedules: withSchedules})
 	c, err := client.New(s.URL, s.Admin, client.WithPoll(20*time.Millisecond, 100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -166,14 +140,14 @@ func TestFleetsRunsAndEvents(t *testing.T) {
 	if ae := apiError(t, err, 400, "UZ-DEF-400"); !strings.Contains(ae.Message, "rm_rf") || !strings.Contains(ae.Message, "line 4") {
 		t.Fatalf("bad Definition message %q; want the tool and line 4", ae.Message)
 	}
-	got, err := c.ApplyFleet(ctx, "ops", []byte(opsTOML), "application/toml")
+	got, err := c.ApplyFleet(ctx, "ops", []byte(apitest.OpsTOML), "application/toml")
 	if err != nil || got != (client.Applied{Name: "ops", Revision: 1}) {
 		t.Fatalf("apply = %+v, %v", got, err)
 	}
-	if got, err = c.ApplyFleet(ctx, "ops", []byte(opsTOML), ""); err != nil || !got.Unchanged || got.Revision != 1 {
+	if got, err = c.ApplyFleet(ctx, "ops", []byte(apitest.OpsTOML), ""); err != nil || !got.Unchanged || got.Revision != 1 {
 		t.Fatalf("apply again = %+v, %v; want revision 1 unchanged", got, err)
 	}
-	if got, err = c.ApplyFleet(ctx, "ops", []byte(strings.Replace(opsTOML, "Keep", "Keep on", 1)), ""); err != nil || got.Revision != 2 {
+	if got, err = c.ApplyFleet(ctx, "ops", []byte(strings.Replace(apitest.OpsTOML, "Keep", "Keep on", 1)), ""); err != nil || got.Revision != 2 {
 		t.Fatalf("apply a change = %+v, %v; want revision 2", got, err)
 	}
 	f, err := c.Fleet(ctx, "ops")
@@ -238,7 +212,7 @@ func TestFleetsRunsAndEvents(t *testing.T) {
 	}
 
 	// A run that fails: Follow returns it failed, with its error.
-	if _, err := c.ApplyFleet(ctx, "tight", []byte(tightTOML), "application/toml"); err != nil {
+	if _, err := c.ApplyFleet(ctx, "tight", []byte(apitest.TightTOML), "application/toml"); err != nil {
 		t.Fatal(err)
 	}
 	started, err = c.StartRun(ctx, "tight", "x", client.StartOptions{})
@@ -313,7 +287,7 @@ func TestSchedules(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, true)
 	c := e.c
-	if _, err := c.ApplyFleet(ctx, "ops", []byte(opsTOML), ""); err != nil {
+	if _, err := c.ApplyFleet(ctx, "ops", []byte(apitest.OpsTOML), ""); err != nil {
 		t.Fatal(err)
 	}
 	s, err := c.CreateSchedule(ctx, "ops", client.NewSchedule{Expression: "cron(0 9 ? * MON-FRI *)", Message: "the disks", Timezone: "Europe/Paris"})
