@@ -200,7 +200,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 
-	webCfg, err := web.ConfigFromEnv(ctx, getenv, secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}, log)
+	webCfg, err := web.ConfigFromEnv(getenv, secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}, log)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,10 @@
 //
 // Locally the two secrets may be given as they are instead, in
 // AGENTSFLEET_SLACK_SIGNING_SECRET and AGENTSFLEET_SLACK_BOT_TOKEN; an ARN,
-// when set, wins. The secrets are read once, when the function starts.
+// when set, wins. The settings are checked when the function starts, but
+// the secrets are read on the first request that needs them (a thread's
+// post needs only the token) and kept for the container's life: a cold
+// start makes no AWS call.
 package main
 
 import (
@@ -42,6 +45,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/lazy"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/slack/post"
@@ -57,7 +61,7 @@ func main() {
 		log.Error("slack: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	fn, err := build(ctx, os.Getenv, awsCfg, nil, log)
+	fn, err := build(os.Getenv, awsCfg, nil, log)
 	if err != nil {
 		log.Error("slack: cannot start", "error", err)
 		os.Exit(1)
@@ -66,28 +70,31 @@ func main() {
 }
 
 // function is the slack λ's handler: API Gateway's requests and the
-// runner's thread.Requests.
+// runner's thread.Requests, each served by what it needs, made on first use.
 type function struct {
-	door *slack.Handler
+	door *lazy.Value[*slack.Handler]
 	// threads posts what a run shows in its thread.
-	threads *post.Poster
+	threads *lazy.Value[*post.Poster]
 }
 
+// The two secrets' settings.
+const (
+	envSigningSecret = "AGENTSFLEET_SLACK_SIGNING_SECRET"
+	envBotToken      = "AGENTSFLEET_SLACK_BOT_TOKEN"
+)
+
 // build wires the table, the runner and Slack into the function. inv nil
-// invokes the runner through Lambda.
-func build(ctx context.Context, getenv func(string) string, awsCfg aws.Config, inv invoke.Invoker, log *slog.Logger) (*function, error) {
+// invokes the runner through Lambda. It checks every setting and makes no
+// AWS call.
+func build(getenv func(string) string, awsCfg aws.Config, inv invoke.Invoker, log *slog.Logger) (*function, error) {
 	table, runnerFn := getenv("AGENTSFLEET_TABLE"), getenv("AGENTSFLEET_FUNCTION_RUNNER")
 	if table == "" || (runnerFn == "" && inv == nil) {
 		return nil, errors.New("AGENTSFLEET_TABLE and AGENTSFLEET_FUNCTION_RUNNER must name the table and the runner function")
 	}
-	sm := secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}
-	signing, err := secretSetting(ctx, getenv, sm, "AGENTSFLEET_SLACK_SIGNING_SECRET")
-	if err != nil {
-		return nil, err
-	}
-	token, err := secretSetting(ctx, getenv, sm, "AGENTSFLEET_SLACK_BOT_TOKEN")
-	if err != nil {
-		return nil, err
+	for _, name := range []string{envSigningSecret, envBotToken} {
+		if strings.TrimSpace(getenv(name+"_ARN")) == "" && strings.TrimSpace(getenv(name)) == "" {
+			return nil, fmt.Errorf("set %s_ARN to the Secrets Manager secret that holds it (or, locally, %s to the value)", name, name)
+		}
 	}
 	var opts []goslack.Option
 	if u := getenv("AGENTSFLEET_SLACK_API_URL"); u != "" {
@@ -96,20 +103,37 @@ func build(ctx context.Context, getenv func(string) string, awsCfg aws.Config, i
 		}
 		opts = append(opts, goslack.OptionAPIURL(u))
 	}
-	api := goslack.New(token, opts...)
+	sm := secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}
+	api := lazy.New(func(ctx context.Context) (*goslack.Client, error) {
+		token, err := secretSetting(ctx, getenv, sm, envBotToken)
+		if err != nil {
+			return nil, err
+		}
+		return goslack.New(token, opts...), nil
+	})
 	if inv == nil {
 		inv = invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: runnerFn})
 	}
 	st := store.New(dynamodb.NewFromConfig(awsCfg), table)
-	door, err := slack.NewHandler(slack.Config{Store: st, Invoker: inv,
-		SigningSecret: signing, DefaultFleet: getenv("AGENTSFLEET_SLACK_DEFAULT_FLEET"), Log: log, Post: slack.NewWebPoster(api)})
-	if err != nil {
-		return nil, err
-	}
-	threads, err := post.New(post.Config{Slack: api, Records: st, Log: log})
-	if err != nil {
-		return nil, err
-	}
+	door := lazy.New(func(ctx context.Context) (*slack.Handler, error) {
+		signing, err := secretSetting(ctx, getenv, sm, envSigningSecret)
+		if err != nil {
+			return nil, err
+		}
+		client, err := api.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return slack.NewHandler(slack.Config{Store: st, Invoker: inv,
+			SigningSecret: signing, DefaultFleet: getenv("AGENTSFLEET_SLACK_DEFAULT_FLEET"), Log: log, Post: slack.NewWebPoster(client)})
+	})
+	threads := lazy.New(func(ctx context.Context) (*post.Poster, error) {
+		client, err := api.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return post.New(post.Config{Slack: client, Records: st, Log: log})
+	})
 	return &function{door: door, threads: threads}, nil
 }
 
@@ -126,10 +150,7 @@ func secretSetting(ctx context.Context, getenv func(string) string, sm secret.Se
 		}
 		return v, nil
 	}
-	if v := strings.TrimSpace(getenv(name)); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("set %s_ARN to the Secrets Manager secret that holds it (or, locally, %s to the value)", name, name)
+	return strings.TrimSpace(getenv(name)), nil
 }
 
 // handle serves one invocation: an API Gateway request (it has a
@@ -147,11 +168,19 @@ func (f *function) handle(ctx context.Context, payload json.RawMessage) (any, er
 		if err := json.Unmarshal(payload, &req); err != nil {
 			return nil, fmt.Errorf("the payload is not an API Gateway request: %w", err)
 		}
-		return f.door.HandleGateway(ctx, req)
+		door, err := f.door.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return door.HandleGateway(ctx, req)
 	}
 	var req thread.Request
 	if err := json.Unmarshal(payload, &req); err != nil || req.Op == "" || req.Channel == "" || req.ThreadTS == "" {
 		return nil, errors.New("the payload is neither an API Gateway request nor a thread.Request with op, channel and thread_ts")
 	}
-	return f.threads.Post(ctx, req), nil
+	threads, err := f.threads.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return threads.Post(ctx, req), nil
 }

@@ -63,7 +63,7 @@ func serveLambda(ctx context.Context) error {
 		return fmt.Errorf("load AWS config: %w", err)
 	}
 	src := secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}
-	cfg, err := web.ConfigFromEnv(ctx, os.Getenv, src, log)
+	cfg, err := web.ConfigFromEnv(os.Getenv, src, log)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cfg, err := web.ConfigFromEnv(ctx, getenv, values, log)
+	cfg, err := web.ConfigFromEnv(getenv, values, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "webtools: %v\n", err)
 		return exitBroken

@@ -137,18 +137,18 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	if s.WarmPool != "" {
 		runnerEnv[pool.TargetsEnv] = s.WarmPool
 	}
-	// The providers' SDKs read their key from the environment
-	// (shared/model/provider). CloudFormation fills it in from the
-	// ModelKeys secret at deploy time, with the deployer's rights: no role
-	// of the stack may read that secret.
-	switch s.ModelProvider {
-	case provider.Anthropic:
-		runnerEnv["ANTHROPIC_API_KEY"] = *st.Secrets.ModelKeys.SecretValueFromJson(jsii.String("ANTHROPIC_API_KEY")).UnsafeUnwrap()
-	case provider.OpenAI:
-		runnerEnv["OPENAI_API_KEY"] = *st.Secrets.ModelKeys.SecretValueFromJson(jsii.String("OPENAI_API_KEY")).UnsafeUnwrap()
+	// The providers' API keys stay in Secrets Manager, out of the
+	// function's configuration: the runner reads ModelKeys on its first
+	// model call (shared/model/provider), and only the runner may.
+	keyed := s.ModelProvider == provider.Anthropic || s.ModelProvider == provider.OpenAI
+	if keyed {
+		runnerEnv[provider.EnvKeysSecret] = *st.Secrets.ModelKeys.SecretArn()
 	}
 	runner := mk("runner", shape{memoryMiB: 1024, timeoutSeconds: 900, reserved: s.RunnerConcurrency}, runnerEnv, s.Network == Private)
 	runner.role.AddToPolicy(allow(tableActions, table, nil))
+	if keyed {
+		runner.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.ModelKeys.SecretArn()}, nil))
+	}
 	// Itself (hand-over, child agents), webtools, and slack to post in a
 	// run's thread: only the slack function holds the Slack token.
 	runner.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runner.arn, web.arn, arnOf("slack")}, nil))

@@ -44,10 +44,10 @@ type Stack struct {
 // "Deploying").
 type Secrets struct {
 	// SlackSigningSecret and SlackBotToken are for the Slack function
-	// alone (not built yet: nothing may read them today).
+	// alone, which reads them on its first request that needs them.
 	SlackSigningSecret, SlackBotToken awssecretsmanager.Secret
 	// ModelKeys is a JSON object with ANTHROPIC_API_KEY and OPENAI_API_KEY,
-	// for the runner alone.
+	// for the runner alone, which reads it on its first model call.
 	ModelKeys awssecretsmanager.Secret
 }
 
@@ -173,7 +173,7 @@ func newSecrets(stack awscdk.Stack) Secrets {
 	return Secrets{
 		SlackSigningSecret: mk("SlackSigningSecret", "agentsfleet: the Slack app's signing secret (only the Slack function reads it)", nil),
 		SlackBotToken:      mk("SlackBotToken", "agentsfleet: the Slack app's bot token (only the Slack function reads it)", nil),
-		ModelKeys: mk("ModelKeys", "agentsfleet: the model providers' API keys (only the runner gets them)",
+		ModelKeys: mk("ModelKeys", "agentsfleet: the model providers' API keys (only the runner reads them)",
 			&awssecretsmanager.SecretStringGenerator{
 				SecretStringTemplate: jsii.String(`{"ANTHROPIC_API_KEY":"","OPENAI_API_KEY":""}`),
 				GenerateStringKey:    jsii.String("placeholder"),

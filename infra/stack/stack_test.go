@@ -245,6 +245,10 @@ var (
 )
 
 func runnerStatements(network string, bedrock bool) []string {
+	var keys string
+	if !bedrock {
+		keys = "Allow secretsmanager:GetSecretValue on ${ModelKeys}"
+	}
 	s := []string{
 		logsOf("Runner"), tableRW, schedOps, passSched,
 		"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("slack") + " | " + fnArn("webtools"),
@@ -259,6 +263,9 @@ func runnerStatements(network string, bedrock bool) []string {
 		s = append(s, "Allow ec2:DescribeNetworkInterfaces on *")
 	} else {
 		s = append(s, eniOps)
+	}
+	if keys != "" {
+		s = append(s, keys)
 	}
 	if bedrock {
 		s = append(s, "Allow bedrock:InvokeModelWithResponseStream on arn:aws:bedrock:"+acct+"inference-profile/* | arn:aws:bedrock:*::foundation-model/*")
@@ -354,18 +361,23 @@ func TestStarResources(t *testing.T) {
 }
 
 // TestSecrets: webtools reads the fleets' secrets and nothing else, the
-// slack function the Slack secrets and nothing else, no role the model
-// keys, which reach the runner's environment alone, through CloudFormation.
+// slack function the Slack secrets and nothing else, the runner the model
+// keys and nothing else (and only when its provider needs a key); no
+// function has a secret's value in its configuration.
 func TestSecrets(t *testing.T) {
 	for _, name := range []string{"public", "anthropic"} {
 		_, m := layout(t, name)
+		may := map[string][]string{"SlackRole": {"${SlackBotToken}", "${SlackSigningSecret}"}}
+		if name == "anthropic" {
+			may["RunnerRole"] = []string{"${ModelKeys}"}
+		}
 		for role, ss := range statements(m) {
 			for _, s := range ss {
-				if strings.Contains(s, "secretsmanager") && role != "WebtoolsRole" && role != "SlackRole" {
+				if strings.Contains(s, "secretsmanager") && role != "WebtoolsRole" && may[role] == nil {
 					t.Errorf("%s: role %s: %s", name, role, s)
 				}
 				for _, own := range []string{"${ModelKeys}", "${SlackBotToken}", "${SlackSigningSecret}"} {
-					if strings.HasPrefix(s, "Allow") && strings.Contains(s, own) && (role != "SlackRole" || own == "${ModelKeys}") {
+					if strings.HasPrefix(s, "Allow") && strings.Contains(s, own) && !slices.Contains(may[role], own) {
 						t.Errorf("%s: role %s may read %s: %s", name, role, own, s)
 					}
 				}
@@ -375,17 +387,14 @@ func TestSecrets(t *testing.T) {
 			t.Errorf("%s: got %d secrets, want 3", name, got)
 		}
 		for fn, p := range resources(m, "AWS::Lambda::Function") {
-			env := render(p["Environment"])
-			refers := strings.Contains(env, "resolve:secretsmanager")
-			if want := name == "anthropic" && fn == "Runner"; refers != want {
-				t.Errorf("%s: function %s refers to a secret value in its environment: %v, want %v: %s", name, fn, refers, want, env)
+			if env := render(p["Environment"]); strings.Contains(env, "resolve:secretsmanager") {
+				t.Errorf("%s: function %s has a secret's value in its environment: %s", name, fn, env)
 			}
 		}
-	}
-	_, m := layout(t, "anthropic")
-	env := render(resources(m, "AWS::Lambda::Function")["Runner"]["Environment"])
-	if !strings.Contains(env, "ANTHROPIC_API_KEY={{resolve:secretsmanager:${ModelKeys}:SecretString:ANTHROPIC_API_KEY::}}") {
-		t.Errorf("runner environment: %s", env)
+		env := render(resources(m, "AWS::Lambda::Function")["Runner"]["Environment"])
+		if names := strings.Contains(env, "AGENTSFLEET_MODEL_KEYS_ARN=${ModelKeys}"); names != (name == "anthropic") {
+			t.Errorf("%s: the runner's environment names the model keys' secret: %v, want %v: %s", name, names, name == "anthropic", env)
+		}
 	}
 }
 

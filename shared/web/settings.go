@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/agentsfleet/agentsfleet/shared/lazy"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
@@ -26,8 +27,9 @@ const (
 // (getenv): the search setting, the test-only egress escape hatch
 // (egress.AllowFromEnv, logged at WARN when set) and secrets as the fleet
 // secret source. A search key named by EnvSearchKeySecret is read from
-// secrets now, once. Nothing here comes from a fleet.
-func ConfigFromEnv(ctx context.Context, getenv func(string) string, secrets secret.Source, log *slog.Logger) (Config, error) {
+// secrets on the first search, once (a cold start makes no AWS call).
+// Nothing here comes from a fleet.
+func ConfigFromEnv(getenv func(string) string, secrets secret.Source, log *slog.Logger) (Config, error) {
 	allow, err := egress.AllowFromEnv(getenv, log)
 	if err != nil {
 		return Config{}, err
@@ -46,11 +48,13 @@ func ConfigFromEnv(ctx context.Context, getenv func(string) string, secrets secr
 		if secrets == nil {
 			return Config{}, fmt.Errorf("%s is set but no secret store is configured", EnvSearchKeySecret)
 		}
-		key, err := secrets.SecretValue(ctx, id)
-		if err != nil {
-			return Config{}, fmt.Errorf("read the search API key: %w", err)
-		}
-		cfg.Search.APIKey = key
+		cfg.Search.KeyFrom = lazy.New(func(ctx context.Context) (string, error) {
+			key, err := secrets.SecretValue(ctx, id)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", EnvSearchKeySecret, err)
+			}
+			return key, nil
+		}).Get
 	}
 	return cfg, nil
 }

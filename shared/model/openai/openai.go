@@ -34,12 +34,18 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
+// The environment variables of ConfigFromEnv.
+const (
+	EnvBaseURL = "OPENAI_BASE_URL"
+	EnvAPIKey  = "OPENAI_API_KEY"
+)
+
 // ConfigFromEnv reads OPENAI_BASE_URL (default DefaultBaseURL) and
 // OPENAI_API_KEY through getenv (os.Getenv in a main).
 func ConfigFromEnv(getenv func(string) string) Config {
 	c := Config{
-		BaseURL: strings.TrimSpace(getenv("OPENAI_BASE_URL")),
-		APIKey:  strings.TrimSpace(getenv("OPENAI_API_KEY")),
+		BaseURL: strings.TrimSpace(getenv(EnvBaseURL)),
+		APIKey:  strings.TrimSpace(getenv(EnvAPIKey)),
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL

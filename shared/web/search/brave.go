@@ -18,7 +18,10 @@ const BraveEndpoint = "https://api.search.brave.com/res/v1/web/search"
 type Brave struct {
 	Endpoint string // BraveEndpoint if empty
 	APIKey   string
-	Client   *http.Client
+	// KeyFrom gives the key when APIKey is empty: a secret read on the
+	// first search.
+	KeyFrom func(context.Context) (string, error)
+	Client  *http.Client
 }
 
 var _ Backend = (*Brave)(nil)
@@ -39,6 +42,14 @@ type braveResponse struct {
 
 // Search runs query. Errors never contain the API key.
 func (b *Brave) Search(ctx context.Context, query string, max int) ([]Result, error) {
+	key := b.APIKey
+	if key == "" && b.KeyFrom != nil {
+		k, err := b.KeyFrom(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: read the API key: %w", b.Name(), err)
+		}
+		key = k
+	}
 	endpoint := b.Endpoint
 	if endpoint == "" {
 		endpoint = BraveEndpoint
@@ -57,14 +68,14 @@ func (b *Brave) Search(ctx context.Context, query string, max int) ([]Result, er
 		return nil, fmt.Errorf("brave request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("X-Subscription-Token", b.APIKey)
+	req.Header.Set("X-Subscription-Token", key)
 	resp, err := b.Client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(b.Name(), resp, b.APIKey)
+		return nil, statusError(b.Name(), resp, key)
 	}
 	body, err := readBody(resp.Body)
 	if err != nil {

@@ -49,8 +49,10 @@ type Config struct {
 	// URL is the SearXNG instance's base URL (required for SearXNG) or
 	// the Brave API endpoint (optional; BraveEndpoint by default).
 	URL string
-	// APIKey is the Brave Search subscription token.
-	APIKey string
+	// APIKey is the Brave Search subscription token, or KeyFrom gives it
+	// when a search first needs it (a secret, read once).
+	APIKey  string
+	KeyFrom func(context.Context) (string, error)
 }
 
 // New returns the backend cfg names, sending through client. It returns
@@ -61,10 +63,10 @@ func New(cfg Config, client *http.Client) (Backend, error) {
 	case "":
 		return nil, nil
 	case KindBrave:
-		if cfg.APIKey == "" {
+		if cfg.APIKey == "" && cfg.KeyFrom == nil {
 			return nil, errors.New("search backend brave: an API key is required")
 		}
-		return &Brave{Endpoint: cfg.URL, APIKey: cfg.APIKey, Client: client}, nil
+		return &Brave{Endpoint: cfg.URL, APIKey: cfg.APIKey, KeyFrom: cfg.KeyFrom, Client: client}, nil
 	case KindSearXNG:
 		if cfg.URL == "" {
 			return nil, errors.New("search backend searxng: the instance URL is required")

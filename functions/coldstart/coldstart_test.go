@@ -1,0 +1,266 @@
+package coldstart
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The binaries, by name: the five functions, the baseline, and a binary
+// that calls AWS at start (the test's own check).
+var binaries = map[string]string{
+	"minimal":  "./functions/coldstart/testdata/minimal",
+	"eager":    "./functions/coldstart/testdata/eager",
+	"api":      "./functions/api",
+	"runner":   "./functions/runner",
+	"schedule": "./functions/schedule",
+	"slack":    "./functions/slack",
+	"webtools": "./functions/webtools",
+}
+
+// functions are the binaries measured against the baseline.
+var functions = []string{"api", "runner", "schedule", "slack", "webtools"}
+
+// built is where the binaries are, once built (TestMain).
+var built string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "coldstart-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	built = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build builds every binary into dir as `make lambdas` does (the
+// lambda.norpc tag, stripped), for this machine. The cgo setting is the
+// toolchain's, as the tests' own builds, so that the build cache they
+// filled serves this one: both the baseline and the functions are built
+// alike, which is what the ratios need.
+func build(dir string) error {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(binaries))
+	for name, pkg := range binaries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("build %s: %v\n%s", name, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// settings are a deployment's settings for each function, as the stack
+// gives them (infra/stack/functions.go), with every secret behind an ARN,
+// so that a set-up that reads one at start is seen.
+func settings(name string) map[string]string {
+	const acct = "arn:aws:lambda:us-east-1:123456789012:function:"
+	schedules := map[string]string{
+		"AGENTSFLEET_SCHEDULE_GROUP":      "agentsfleet",
+		"AGENTSFLEET_SCHEDULE_TARGET_ARN": acct + "agentsfleet-schedule",
+		"AGENTSFLEET_SCHEDULE_ROLE_ARN":   "arn:aws:iam::123456789012:role/scheduler",
+	}
+	env := map[string]string{}
+	switch name {
+	case "api", "schedule":
+		env = map[string]string{"AGENTSFLEET_FUNCTION_RUNNER": "agentsfleet-runner", "AGENTSFLEET_FUNCTION_WEBTOOLS": "agentsfleet-webtools"}
+		maps.Copy(env, schedules)
+	case "runner":
+		env = map[string]string{
+			"AGENTSFLEET_CHECKPOINT_BUCKET":       "agentsfleet-bucket",
+			"AGENTSFLEET_FUNCTION_WEBTOOLS":       "agentsfleet-webtools",
+			"AGENTSFLEET_FUNCTION_SLACK":          "agentsfleet-slack",
+			"AGENTSFLEET_MODEL_PROVIDER":          "openai",
+			"AGENTSFLEET_MODEL":                   "gpt-5",
+			"AGENTSFLEET_MODEL_KEYS_ARN":          "arn:aws:secretsmanager:us-east-1:123456789012:secret:model-keys",
+			"AGENTSFLEET_SANDBOX_CLUSTER":         "agentsfleet",
+			"AGENTSFLEET_SANDBOX_TASK_DEFINITION": "agentsfleet-sandbox:1",
+			"AGENTSFLEET_SANDBOX_SUBNETS":         "subnet-1,subnet-2",
+			"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1",
+			"AGENTSFLEET_SANDBOX_WARM":            "small=2",
+		}
+		maps.Copy(env, schedules)
+	case "slack":
+		env = map[string]string{
+			"AGENTSFLEET_FUNCTION_RUNNER":          "agentsfleet-runner",
+			"AGENTSFLEET_SLACK_SIGNING_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-signing",
+			"AGENTSFLEET_SLACK_BOT_TOKEN_ARN":      "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-token",
+		}
+	case "webtools":
+		env = map[string]string{
+			"AGENTSFLEET_SEARCH_BACKEND":        "brave",
+			"AGENTSFLEET_SEARCH_API_KEY_SECRET": "arn:aws:secretsmanager:us-east-1:123456789012:secret:search",
+		}
+	}
+	if name != "minimal" && name != "webtools" {
+		env["AGENTSFLEET_TABLE"] = "agentsfleet"
+	}
+	env["AWS_LAMBDA_FUNCTION_NAME"] = "agentsfleet-" + name
+	return env
+}
+
+// start is one start of a binary.
+type start struct {
+	// ready is the time from exec to the first poll for an invocation.
+	ready time.Duration
+	// awsCalls are the requests the binary sent to AWS before it was ready
+	// and in a moment after.
+	awsCalls []string
+}
+
+// startOnce starts binary name under a fake Runtime API, with AWS's
+// endpoint a recorder, waits until it polls for an invocation, and stops
+// it.
+func startOnce(t testing.TB, name string) start {
+	t.Helper()
+	var mu sync.Mutex
+	var calls []string
+	aws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.Host+r.URL.Path+" "+r.Header.Get("X-Amz-Target"))
+		mu.Unlock()
+		http.Error(w, "not here", http.StatusServiceUnavailable)
+	}))
+	defer aws.Close()
+	polled := make(chan time.Time, 1)
+	runtime := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/2018-06-01/runtime/invocation/next" {
+			select {
+			case polled <- time.Now():
+			default:
+			}
+			<-r.Context().Done() // no invocation: the binary waits until stopped
+			return
+		}
+		http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
+	}))
+	defer runtime.Close()
+
+	home := t.TempDir()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"AWS_LAMBDA_RUNTIME_API=" + strings.TrimPrefix(runtime.URL, "http://"),
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=AKIDCOLDSTART", "AWS_SECRET_ACCESS_KEY=cold", "AWS_SESSION_TOKEN=start",
+		"AWS_ENDPOINT_URL=" + aws.URL, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=" + filepath.Join(home, "config"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512", "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+	}
+	for k, v := range settings(name) {
+		env = append(env, k+"="+v)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command(filepath.Join(built, name))
+	cmd.Env, cmd.Stderr, cmd.Stdout = env, &stderr, &stderr
+	exited := make(chan error, 1)
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { exited <- cmd.Wait() }()
+	var s start
+	select {
+	case at := <-polled:
+		s.ready = at.Sub(began)
+	case err := <-exited:
+		t.Fatalf("%s exited before it was ready (%v):\n%s", name, err, stderr.String())
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%s did not poll for an invocation within 30 s:\n%s", name, stderr.String())
+	}
+	// A moment for anything started in the background at set-up to show.
+	time.Sleep(20 * time.Millisecond)
+	cmd.Process.Kill()
+	<-exited
+	mu.Lock()
+	s.awsCalls = calls
+	mu.Unlock()
+	return s
+}
+
+// TestNoAWSCallBeforeTheFirstRequest starts each function with a
+// deployment's settings: it must reach its first poll for an invocation
+// having made no AWS request (secrets, clients that read them and the
+// like are made on the first request that needs them).
+func TestNoAWSCallBeforeTheFirstRequest(t *testing.T) {
+	for _, name := range append([]string{"minimal"}, functions...) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if s := startOnce(t, name); len(s.awsCalls) > 0 {
+				t.Errorf("%s made %d AWS requests before its first invocation: %q", name, len(s.awsCalls), s.awsCalls)
+			}
+		})
+	}
+}
+
+// TestAnEagerBinaryIsSeen makes sure the check above can fail: a binary
+// that reads a secret before lambda.Start is seen doing it.
+func TestAnEagerBinaryIsSeen(t *testing.T) {
+	t.Parallel()
+	s := startOnce(t, "eager")
+	if len(s.awsCalls) != 1 || !strings.Contains(s.awsCalls[0], "secretsmanager.GetSecretValue") {
+		t.Errorf("eager's AWS requests = %q, want its one GetSecretValue", s.awsCalls)
+	}
+}
+
+// readyQuantiles starts name n times and returns the median and the
+// fastest start-to-ready times.
+func readyQuantiles(b *testing.B, name string, n int) (median, fastest time.Duration) {
+	var ds []time.Duration
+	for range n {
+		ds = append(ds, startOnce(b, name).ready)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[0]
+}
+
+// BenchmarkColdStart measures each function's start-to-ready time (exec
+// to its first poll of the Runtime API) against the minimal aws-lambda-go
+// binary's, in the same run: the median of 15 starts each, with the page
+// cache warm (Lambda's download and unpacking of the zip are not here).
+// The ratio is function/minimal; the difference is what the function's
+// own set-up and its packages' initialisation cost.
+func BenchmarkColdStart(b *testing.B) {
+	const starts = 15
+	base, _ := readyQuantiles(b, "minimal", starts)
+	b.ReportMetric(float64(base.Microseconds())/1000, "minimal-ms")
+	for _, name := range functions {
+		med, fastest := readyQuantiles(b, name, starts)
+		size := int64(0)
+		if fi, err := os.Stat(filepath.Join(built, name)); err == nil {
+			size = fi.Size()
+		}
+		b.ReportMetric(float64(med.Microseconds())/1000, name+"-ms")
+		b.ReportMetric(float64(med)/float64(base), name+"/minimal")
+		b.Logf("%-8s ready in %6.1f ms (fastest %6.1f) against minimal %5.1f ms: %.2f×; binary %.1f MB",
+			name, float64(med.Microseconds())/1000, float64(fastest.Microseconds())/1000, float64(base.Microseconds())/1000,
+			float64(med)/float64(base), float64(size)/1e6)
+	}
+}
