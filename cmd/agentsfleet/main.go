@@ -23,6 +23,9 @@ commands:
   tools [--output json] [TOOL...]
                           list the tools: where each runs, its scope, description and schema
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
+  table key KEYNAME [--name N] [--scopes a,b]
+                          write an API key (printed once; every scope unless --scopes) straight
+                          into the table with your AWS credentials: a deployment's first key
   dev [--workdir DIR] [--state DIR] [--table NAME]
                           run the product on this machine against moto (or AWS_ENDPOINT_URL)
 

@@ -6,18 +6,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
-// table creates the DynamoDB table. It uses the ordinary AWS configuration
-// chain, so AWS_ENDPOINT_URL points it at LocalStack or moto.
+// table is `agentsfleet table create` and `agentsfleet table key`, which
+// work on the DynamoDB table itself with the ordinary AWS configuration
+// chain (AWS_ENDPOINT_URL points them at LocalStack or moto), not through
+// the API.
 func table(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("%w: table takes the subcommand create", errUsage)
+	if len(args) == 0 || (args[0] != "create" && args[0] != "key") {
+		return fmt.Errorf("%w: table takes the subcommand create or key", errUsage)
+	}
+	if args[0] == "key" {
+		return tableKey(ctx, args[1:], out)
 	}
 	fs := flag.NewFlagSet("table create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -25,15 +32,64 @@ func table(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return fmt.Errorf("load AWS config: %w", err)
+	if fs.NArg() != 0 {
+		return fmt.Errorf("%w: table create takes no arguments, got %q", errUsage, fs.Args())
 	}
-	if err := store.CreateTable(ctx, dynamodb.NewFromConfig(cfg), *name); err != nil {
+	db, err := tableClient(ctx)
+	if err != nil {
+		return err
+	}
+	if err := store.CreateTable(ctx, db, *name); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "table %s is ready\n", *name)
 	return nil
+}
+
+// tableKey is `agentsfleet table key KEYNAME [--scopes a,b]`: an API key
+// written straight into the table, with AWS credentials that may write it.
+// It is how a deployment gets its first key, since the API's own `keys
+// create` needs a key holding keys:admin.
+func tableKey(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("table key", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	name := fs.String("name", envOr("AGENTSFLEET_TABLE", "agentsfleet"), "table name")
+	scopes := fs.String("scopes", "", "the key's scopes, comma-separated (default: every scope)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: table key takes the key's name, such as: agentsfleet table key --name TABLE admin", errUsage)
+	}
+	list := scope.Names()
+	if *scopes != "" {
+		list = nil
+		for _, sc := range strings.Split(*scopes, ",") {
+			if sc = strings.TrimSpace(sc); sc != "" {
+				list = append(list, sc)
+			}
+		}
+	}
+	db, err := tableClient(ctx)
+	if err != nil {
+		return err
+	}
+	k, secret, err := store.New(db, *name).CreateKey(ctx, fs.Arg(0), list)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "key %s (%s; %s):\n%s\nthis is the only time it is shown: keep it now (AGENTSFLEET_API_KEY)\n",
+		k.ID, k.Name, strings.Join(k.Scopes, ", "), secret)
+	return nil
+}
+
+// tableClient is DynamoDB by the ordinary AWS configuration chain.
+func tableClient(ctx context.Context) (*dynamodb.Client, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg), nil
 }
 
 func envOr(name, def string) string {

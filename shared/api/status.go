@@ -36,6 +36,7 @@ var statuses = map[fault.Code]int{
 	fault.RequestInvalid:    http.StatusBadRequest,
 	fault.KeyUnauthorized:   http.StatusUnauthorized,
 	fault.KeyNotFound:       http.StatusNotFound,
+	fault.SecretUnreadable:  http.StatusConflict,
 	fault.HookUnauthorized:  http.StatusUnauthorized,
 	fault.HookNoSecret:      http.StatusNotFound,
 	fault.HookReplayed:      http.StatusConflict,

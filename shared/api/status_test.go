@@ -62,6 +62,7 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		"UZ-REQ-400":          http.StatusBadRequest,
 		"UZ-KEY-401":          http.StatusUnauthorized,
 		"UZ-KEY-404":          http.StatusNotFound,
+		"UZ-SECRET-409":       http.StatusConflict,
 		"UZ-HOOK-401":         http.StatusUnauthorized,
 		"UZ-HOOK-404":         http.StatusNotFound,
 		"UZ-HOOK-409":         http.StatusConflict,

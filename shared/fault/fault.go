@@ -104,6 +104,9 @@ var (
 	// unknown or revoked.
 	KeyUnauthorized = ownCode("UZ-KEY-401", "the API key is missing, not valid or revoked")
 	KeyNotFound     = ownCode("UZ-KEY-404", "no such API key")
+	// SecretUnreadable is text that must be screened for a fleet's secret
+	// values (a schedule's message) while a secret cannot be read.
+	SecretUnreadable = ownCode("UZ-SECRET-409", "a secret the fleet names cannot be read, so the text cannot be screened for its value")
 
 	// Webhooks.
 	HookUnauthorized = ownCode("UZ-HOOK-401", "the webhook delivery's signature or timestamp is missing, not valid or outside the 5-minute window")

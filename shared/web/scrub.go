@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
@@ -48,8 +47,10 @@ func (s *Service) scrub(ctx context.Context, req Request) (tool.Result, error) {
 	set := secret.NewSet(s.net.secrets, req.Secrets)
 	out, err := set.Redact(ctx, *a.Text)
 	if err != nil {
-		// Not %w, as in Call: nothing of the secret store's answer is kept.
-		return tool.Result{}, fmt.Errorf("scrub for fleet %s: %v", req.Fleet, err)
+		// An answer, not a failure of the function: the caller says that
+		// the text cannot be screened (and does not keep or post it). The
+		// message names the secret, never a value.
+		return tool.Errorf("scrub for fleet %s: %v", req.Fleet, err), nil
 	}
 	return tool.Text(out), nil
 }

@@ -602,8 +602,11 @@ func WebtoolsScrub(st *store.Store, inv invoke.Invoker) func(ctx context.Context
 			Output  string `json:"output"`
 			IsError bool   `json:"is_error"`
 		}
-		if err := json.Unmarshal(out, &res); err != nil || res.IsError {
+		if err := json.Unmarshal(out, &res); err != nil {
 			return "", fmt.Errorf("scrub through the webtools function: it answered %.200q", out)
+		}
+		if res.IsError {
+			return "", fault.New(fault.SecretUnreadable, "%s", res.Output)
 		}
 		return res.Output, nil
 	}

@@ -598,3 +598,25 @@ func TestSpendCountsConcurrentRunsAndDays(t *testing.T) {
 		t.Errorf("the next day in Tokyo: %d on %s; want 10 on 2030-02-01", got.SpentTokens, got.SpentDay)
 	}
 }
+
+// TestCreateWithAnUnreadableSecret: a message that cannot be screened,
+// because a secret of the fleet cannot be read, is refused with
+// UZ-SECRET-409 naming the secret, and nothing is kept or registered.
+func TestCreateWithAnUnreadableSecret(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d, err := fleet.ParseTOML([]byte("name = \"gone\"\ninstructions = \"Check things.\"\n[x-agentsfleet]\ntools = [\"read\"]\n[x-agentsfleet.secrets]\nTOKEN = \"acme/never-created\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateFleet(ctx, store.NewFleet{Name: d.Name, Definition: d.Canonical(), Hash: d.Hash()}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.keeper.Create(ctx, "gone", store.ActorPerson, "alice", keeper.Input{Expression: "rate(1 day)", Message: "report"})
+	if !errors.Is(err, fault.SecretUnreadable) || !strings.Contains(err.Error(), "TOKEN") {
+		t.Fatalf("Create = %v, want UZ-SECRET-409 naming TOKEN", err)
+	}
+	if list, err := e.keeper.List(ctx, "gone"); err != nil || len(list) != 0 {
+		t.Errorf("schedules after the refusal = %+v, %v; want none", list, err)
+	}
+}
