@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,14 +25,16 @@ import (
 // devWarm is dev's warm pool when AGENTSFLEET_SANDBOX_WARM is unset.
 const devWarm = "small=1"
 
-// dev runs the local stack until interrupted: the AWS emulator (moto, or
-// AWS_ENDPOINT_URL when set) with the table and the example fleets, the
-// runner and the webtools in-process, and sandboxes as local sandboxd
-// processes over the workdir, the schedules' local clock, and the HTTP API
-// with its webhooks on
-// AGENTSFLEET_ADDR (127.0.0.1:8080), with a key of every scope written to
-// STATE/api-key. Parts that later issues build (Slack's endpoints) are
-// named as missing rather than pretended.
+// dev runs the whole product on this machine until interrupted: the AWS
+// emulator (moto, or AWS_ENDPOINT_URL when set) with the table and the
+// example fleets, the runner and the webtools in-process, sandboxes as
+// local sandboxd processes over the workdir (one small one kept warm), the
+// schedules' local clock, and on AGENTSFLEET_ADDR (127.0.0.1:8080) the
+// HTTP API with its webhooks and Slack's /slack/events and
+// /slack/interactivity (when the Slack settings are given; dev says how
+// otherwise). It writes a key of every scope to STATE/api-key and the
+// webhook secret of the fleet it offers to try to STATE/webhook-secret,
+// and prints what runs where and three things to try.
 func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -116,10 +119,16 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	} else {
 		fmt.Fprintf(out, "sandboxes      a local sandboxd process per run, over %s (fleets' folders in %s)\n", work, filepath.Join(*stateDir, "agents"))
 	}
-	fmt.Fprintf(out, "try:           curl -s -H \"Authorization: Bearer $(cat %s)\" -d '{\"input\": \"what is in this folder?\"}' http://%s/v1/fleets/reference-fleet/runs\n", keyFile, ln.Addr())
-	fmt.Fprintf(out, "               curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/v1/runs/RUN_ID/events\n", keyFile, ln.Addr())
-	fmt.Fprintln(out, `               bin/agentsfleet start reference-fleet "what is in this folder?" --follow`)
-	fmt.Fprintln(out, `               bin/agentsfleet run -f examples/reference.toml "what is in this folder?"`)
+	if slices.Contains(loaded, tryFleet) {
+		hookFile, err := writeDevHookSecret(ctx, st.Store, *stateDir, tryFleet)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "try:")
+		for _, line := range tryLines("http://"+ln.Addr().String(), keyFile, hookFile) {
+			fmt.Fprintln(out, "  "+line)
+		}
+	}
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
@@ -156,6 +165,50 @@ func loadExamples(ctx context.Context, st *store.Store, dir string) ([]string, e
 // defaultAddr is where dev serves the API without AGENTSFLEET_ADDR.
 const defaultAddr = "127.0.0.1:8080"
 
+// tryFleet is the example fleet of the three things dev offers to try.
+const tryFleet = "reference-fleet"
+
+// tryLines are three things to try against dev at base: a run started
+// with curl, one with the CLI, and a signed webhook delivery (the secret in
+// hookFile), each a line for a shell in the repository's root.
+func tryLines(base, keyFile, hookFile string) []string {
+	return []string{
+		fmt.Sprintf(`curl -s -H "Authorization: Bearer $(cat %s)" -d '{"input": "what is in this folder?"}' %s/v1/fleets/%s/runs`, keyFile, base, tryFleet),
+		fmt.Sprintf(`bin/agentsfleet start %s "what is in this folder?" --follow`, tryFleet),
+		fmt.Sprintf(`BODY='{"alert": "disk full on web-1"}'; TS=$(date +%%s); SIG=$(printf '%%s.%%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac "$(cat %s)" | sed 's/^.* //'); `+
+			`curl -s -H "X-Agentsfleet-Timestamp: $TS" -H "X-Agentsfleet-Signature: v1=$SIG" -d "$BODY" %s/v1/hooks/%s`, hookFile, base, tryFleet),
+	}
+}
+
+// writeDevHookSecret gives fleet a webhook secret, unless it has one, and
+// writes it to stateDir/webhook-secret, readable by this user only.
+func writeDevHookSecret(ctx context.Context, st *store.Store, stateDir, fleet string) (string, error) {
+	secret, err := st.WebhookSecret(ctx, fleet)
+	if errors.Is(err, fault.HookNoSecret) {
+		secret, err = st.RotateWebhookSecret(ctx, fleet)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the webhook secret of %s: %w", fleet, err)
+	}
+	return writePrivate(filepath.Join(stateDir, "webhook-secret"), secret)
+}
+
+// writePrivate writes value and a newline to path, readable by this user
+// only, making its folder if need be.
+func writePrivate(path, value string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	err := os.WriteFile(path, []byte(value+"\n"), 0o600)
+	if err == nil {
+		err = os.Chmod(path, 0o600) // a file left by an older dev keeps its mode otherwise
+	}
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
 // writeDevKey makes an API key with every scope and writes it to
 // stateDir/api-key, readable by this user only. The emulator's table lives
 // as long as the emulator, so each dev makes a fresh key.
@@ -164,16 +217,5 @@ func writeDevKey(ctx context.Context, st *store.Store, stateDir string) (string,
 	if err != nil {
 		return "", fmt.Errorf("make the dev API key: %w", err)
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return "", fmt.Errorf("make the dev API key: %w", err)
-	}
-	path := filepath.Join(stateDir, "api-key")
-	err = os.WriteFile(path, []byte(key+"\n"), 0o600)
-	if err == nil {
-		err = os.Chmod(path, 0o600) // a file left by an older dev keeps its mode otherwise
-	}
-	if err != nil {
-		return "", fmt.Errorf("write the dev API key: %w", err)
-	}
-	return path, nil
+	return writePrivate(filepath.Join(stateDir, "api-key"), key)
 }
