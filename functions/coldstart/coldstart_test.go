@@ -230,6 +230,30 @@ func TestAnEagerBinaryIsSeen(t *testing.T) {
 	}
 }
 
+// TestNoTemplatePackages: no function links text/template (html/template
+// imports it), which can call any exported method by name, so that the
+// linker keeps every exported method of every type held in an interface:
+// with it the runner's binary was 106 MB instead of 44, most of it AWS SDK
+// operations it never calls.
+func TestNoTemplatePackages(t *testing.T) {
+	t.Parallel()
+	var pkgs []string
+	for _, name := range functions {
+		pkgs = append(pkgs, binaries[name])
+	}
+	cmd := exec.Command("go", append([]string{"list", "-tags", "lambda.norpc", "-deps", "-f", "{{.ImportPath}}"}, pkgs...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "text/template" || pkg == "html/template" {
+			t.Errorf("a function links %s; find which with: go list -tags lambda.norpc -deps -f '{{.ImportPath}} {{.Imports}}' ./functions/... | grep template", pkg)
+		}
+	}
+}
+
 // readyQuantiles starts name n times and returns the median and the
 // fastest start-to-ready times.
 func readyQuantiles(b *testing.B, name string, n int) (median, fastest time.Duration) {

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
-	"text/template"
 )
 
 // Spec is what the model is told about a tool, and the check its arguments
@@ -39,11 +40,11 @@ type Tool interface {
 type About struct {
 	// Name is the tool's name.
 	Name string
-	// Description is the model-facing description, a text/template (usually
-	// embedded from the tool's .txt file). Its numbers come from the Rules and
-	// Values rather than being typed again: {{default "limit"}},
-	// {{max "limit"}} and {{min "limit"}} give a rule's figures, and
-	// {{.Key}} a value of Values. A missing key is an error.
+	// Description is the model-facing description (usually embedded from
+	// the tool's .txt file). Its numbers come from the Rules and Values
+	// rather than being typed again: {{default "limit"}}, {{max "limit"}}
+	// and {{min "limit"}} give a rule's figures, and {{.Key}} a value of
+	// Values. A missing key, or any other {{…}}, is an error.
 	Description string
 	// Rules constrain arguments beyond their Go types, keyed by the
 	// argument's JSON name ("limit"), or a path for a nested one
@@ -164,58 +165,66 @@ func Names[S Spec](specs []S) []string {
 	return out
 }
 
-// describe executes a.Description as a template over n's rules and a.Values.
+// placeholder is one of the forms a description may hold: {{.Key}}, or
+// {{default "path"}}, {{max "path"}}, {{min "path"}}.
+var placeholder = regexp.MustCompile(`\{\{\s*(?:\.([A-Za-z][A-Za-z0-9]*)|(default|max|min)\s+"([^"]+)")\s*\}\}`)
+
+// describe fills a.Description's placeholders from n's rules and a.Values.
+// It is not text/template on purpose: a binary that links text/template
+// keeps every exported method of every type (the template can call any by
+// name), which made the runner's binary 106 MB, most of it the AWS SDK's
+// operations it never calls.
 func describe(a About, n *node) (string, error) {
-	rule := func(path string) (*Rule, error) {
-		f := n.find(path)
-		if f == nil {
-			return nil, fmt.Errorf("no argument %q", path)
+	var errs []error
+	out := placeholder.ReplaceAllStringFunc(a.Description, func(m string) string {
+		g := placeholder.FindStringSubmatch(m)
+		v, err := fill(a.Values, n, g[1], g[2], g[3])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m, err))
+			return m
 		}
-		return &f.rule, nil
+		return fmt.Sprint(v)
+	})
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
 	}
-	funcs := template.FuncMap{
-		"default": func(path string) (any, error) {
-			r, err := rule(path)
-			if err != nil || r.def == nil {
-				return nil, cmpErr(err, "argument %q has no default", path)
-			}
-			return r.def, nil
-		},
-		"min": func(path string) (any, error) {
-			r, err := rule(path)
-			if err != nil || r.min == nil {
-				return nil, cmpErr(err, "argument %q has no minimum", path)
-			}
-			return number(*r.min), nil
-		},
-		"max": func(path string) (any, error) {
-			r, err := rule(path)
-			if err != nil || r.max == nil {
-				return nil, cmpErr(err, "argument %q has no maximum", path)
-			}
-			return number(*r.max), nil
-		},
+	if i := strings.Index(out, "{{"); i >= 0 {
+		return "", fmt.Errorf("description of %s: %.40q is not {{.Key}}, {{default \"arg\"}}, {{max \"arg\"}} or {{min \"arg\"}}", a.Name, out[i:])
 	}
-	t, err := template.New(a.Name).Funcs(funcs).Option("missingkey=error").Parse(a.Description)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	values := a.Values
-	if values == nil {
-		values = map[string]any{}
-	}
-	if err := t.Execute(&b, values); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return out, nil
 }
 
-func cmpErr(err error, format string, a ...any) error {
-	if err != nil {
-		return err
+// fill is a placeholder's value: values[key], or a rule's figure.
+func fill(values map[string]any, n *node, key, fn, path string) (any, error) {
+	if key != "" {
+		v, ok := values[key]
+		if !ok {
+			return nil, fmt.Errorf("no value %q", key)
+		}
+		return v, nil
 	}
-	return fmt.Errorf(format, a...)
+	f := n.find(path)
+	if f == nil {
+		return nil, fmt.Errorf("no argument %q", path)
+	}
+	r := &f.rule
+	switch fn {
+	case "default":
+		if r.def == nil {
+			return nil, fmt.Errorf("argument %q has no default", path)
+		}
+		return r.def, nil
+	case "min":
+		if r.min == nil {
+			return nil, fmt.Errorf("argument %q has no minimum", path)
+		}
+		return number(*r.min), nil
+	default:
+		if r.max == nil {
+			return nil, fmt.Errorf("argument %q has no maximum", path)
+		}
+		return number(*r.max), nil
+	}
 }
 
 // ArgsType is T, the Go type the arguments decode into.

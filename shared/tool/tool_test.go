@@ -174,6 +174,10 @@ func TestDefinePanicsOnProgrammingErrors(t *testing.T) {
 		"default on required":  {Name: "x", Rules: tool.Rules{"path": tool.Default("a")}},
 		"unknown value":        {Name: "x", Description: "{{.Nope}}"},
 		"no such default":      {Name: "x", Description: `{{default "offset"}}`},
+		"no such argument":     {Name: "x", Description: `{{max "nope"}}`},
+		"no maximum":           {Name: "x", Description: `{{max "path"}}`},
+		"another form":         {Name: "x", Description: `{{if .Nope}}x{{end}}`},
+		"unclosed":             {Name: "x", Description: `at most {{max "limit"`},
 	} {
 		func() {
 			defer func() {
