@@ -18,7 +18,7 @@ type Schedules interface {
 	Pause(ctx context.Context, fleet, id string, actor store.Actor) (store.Schedule, error)
 	Resume(ctx context.Context, fleet, id string, actor store.Actor) (store.Schedule, error)
 	Delete(ctx context.Context, fleet, id string, actor store.Actor) error
-	RunNow(ctx context.Context, fleet, id string, actor store.Actor, callerRunID string) (store.Run, error)
+	RunNow(ctx context.Context, fleet, id string, actor store.Actor, callerRunID string, idem *store.IdempotencyKey) (store.Run, error)
 }
 
 var _ Schedules = (*keeper.Keeper)(nil)
@@ -146,13 +146,18 @@ func (a *API) pauseSchedule(pause bool) handler {
 	}
 }
 
-// runSchedule is POST …/schedules/{id}/run: a run of the schedule now.
-func (a *API) runSchedule(r *http.Request, _ store.Key) (int, any, error) {
+// runSchedule is POST …/schedules/{id}/run: a run of the schedule now;
+// an Idempotency-Key makes a retry answer the first run, as for starts.
+func (a *API) runSchedule(r *http.Request, key store.Key) (int, any, error) {
 	k, err := a.schedules()
 	if err != nil {
 		return 0, nil, err
 	}
-	run, err := k.RunNow(r.Context(), r.PathValue("name"), r.PathValue("id"), store.ActorPerson, "")
+	var idem *store.IdempotencyKey
+	if h := r.Header.Get("Idempotency-Key"); h != "" {
+		idem = &store.IdempotencyKey{Scope: "api-schedule-run:" + key.ID, Key: h}
+	}
+	run, err := k.RunNow(r.Context(), r.PathValue("name"), r.PathValue("id"), store.ActorPerson, "", idem)
 	if err != nil {
 		return 0, nil, err
 	}

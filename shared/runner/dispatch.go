@@ -126,7 +126,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 		set(x.webCall(ctx, call))
 	case fleet.InRunner:
 		var plan *control.UpdatePlanArgs
-		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules(), messenger{x: x}) {
+		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules(i), messenger{x: x}) {
 			if t.Name() == call.Name {
 				res, err := t.Run(ctx, call.Arguments)
 				if err != nil {

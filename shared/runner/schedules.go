@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
@@ -30,25 +31,30 @@ type ScheduleBook interface {
 	// DeleteSchedule deletes a schedule.
 	DeleteSchedule(ctx context.Context, fleet, id string) error
 	// RunSchedule starts a run of a schedule now (cron_run), refused when
-	// callerRunID was itself started by a schedule.
-	RunSchedule(ctx context.Context, fleet, id, callerRunID string) (store.Run, error)
+	// callerRunID was itself started by a schedule. key names the call: a
+	// retried step that repeats it gets the first run back.
+	RunSchedule(ctx context.Context, fleet, id, callerRunID, key string) (store.Run, error)
 	// ScheduleRunEnded hears that a run a schedule started has ended, with
 	// what it spent. It is safe to call more than once for a run.
 	ScheduleRunEnded(ctx context.Context, run store.Run) error
 }
 
-// schedules is control.Schedules for one execution, over the ScheduleBook.
-type schedules struct{ x *execution }
+// schedules is control.Schedules for call number call of one execution's
+// step, over the ScheduleBook.
+type schedules struct {
+	x    *execution
+	call int
+}
 
 var _ control.Schedules = schedules{}
 
 // schedules returns the schedule tools' backing for x, nil when the runner
 // has no ScheduleBook (a nil interface, so that the tools are unbuilt).
-func (x *execution) schedules() control.Schedules {
+func (x *execution) schedules(call int) control.Schedules {
 	if x.r.cfg.Schedules == nil {
 		return nil
 	}
-	return schedules{x: x}
+	return schedules{x: x, call: call}
 }
 
 // scheduleAnswer is a schedule as the tools answer it, as JSON.
@@ -127,7 +133,8 @@ func (s schedules) Delete(ctx context.Context, a control.ScheduleDeleteArgs) (to
 }
 
 func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (tool.Result, error) {
-	run, err := s.x.r.cfg.Schedules.RunSchedule(ctx, s.x.run.Fleet, a.ScheduleID, s.x.run.ID)
+	key := s.x.idempotencyKey(s.call, model.ToolCall{Name: control.CronRunSpec.Name(), Arguments: mustJSON(a)})
+	run, err := s.x.r.cfg.Schedules.RunSchedule(ctx, s.x.run.Fleet, a.ScheduleID, s.x.run.ID, key)
 	if err != nil {
 		return bookError(control.CronRunSpec.Name(), err)
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -318,6 +319,28 @@ func TestSchedules(t *testing.T) {
 	run, err := c.Follow(ctx, started.RunID, 0, func(runner.Event) {})
 	if err != nil || run.Source != store.SourceSchedule || run.Answer != "done: "+msg {
 		t.Fatalf("the schedule's run = %+v, %v", run, err)
+	}
+	// With an Idempotency-Key, a retried POST …/run answers the first run.
+	runOnce := func(k string) string {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/v1/fleets/ops/schedules/"+s.ScheduleID+"/run", nil)
+		req.Header.Set("Authorization", "Bearer "+e.admin)
+		req.Header.Set("Idempotency-Key", k)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out client.RunStarted
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 202 {
+			t.Fatalf("POST …/run = %d, %v", resp.StatusCode, err)
+		}
+		return out.RunID
+	}
+	if a, b := runOnce("nightly-7"), runOnce("nightly-7"); a != b || a == started.RunID {
+		t.Errorf("two schedule runs with one Idempotency-Key = %s, %s; want one new run", a, b)
+	}
+	if a, b := runOnce("nightly-8"), runOnce("nightly-9"); a == b {
+		t.Errorf("two keys started one run %s", a)
 	}
 	if err := c.DeleteSchedule(ctx, "ops", s.ScheduleID); err != nil {
 		t.Fatal(err)

@@ -38,8 +38,8 @@ func (b book) DeleteSchedule(ctx context.Context, fleet, id string) error {
 	return b.k.Delete(ctx, fleet, id, store.ActorFleet)
 }
 
-func (b book) RunSchedule(ctx context.Context, fleet, id, callerRunID string) (store.Run, error) {
-	return b.k.RunNow(ctx, fleet, id, store.ActorFleet, callerRunID)
+func (b book) RunSchedule(ctx context.Context, fleet, id, callerRunID, key string) (store.Run, error) {
+	return b.k.RunNow(ctx, fleet, id, store.ActorFleet, callerRunID, &store.IdempotencyKey{Scope: scope("cron_run", fleet), Key: key})
 }
 
 func (b book) ScheduleRunEnded(ctx context.Context, run store.Run) error {

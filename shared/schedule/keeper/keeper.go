@@ -337,7 +337,9 @@ func (k *Keeper) Delete(ctx context.Context, fleet, id string, actor store.Actor
 // fault.SchedNotRunnable (UZ-SCHED-011) for a paused schedule, one being
 // removed, or when callerRunID (the run calling cron_run; "" for a person)
 // was itself started by a schedule. The schedule keeps its own times.
-func (k *Keeper) RunNow(ctx context.Context, fleet, id string, actor store.Actor, callerRunID string) (store.Run, error) {
+// idem, when set, makes a retry return the first run instead of starting
+// another (a crash-retried cron_run step, an API retry).
+func (k *Keeper) RunNow(ctx context.Context, fleet, id string, actor store.Actor, callerRunID string, idem *store.IdempotencyKey) (store.Run, error) {
 	if err := k.fleetActive(ctx, fleet, actor); err != nil {
 		return store.Run{}, err
 	}
@@ -346,7 +348,7 @@ func (k *Keeper) RunNow(ctx context.Context, fleet, id string, actor store.Actor
 		return store.Run{}, err
 	}
 	run, _, err := runner.Start(ctx, k.st, k.inv, store.NewRun{Fleet: fleet, Source: store.SourceSchedule,
-		ScheduleID: sc.ID, Input: []byte(sc.Message)})
+		ScheduleID: sc.ID, Input: []byte(sc.Message), Idempotency: idem})
 	return run, err
 }
 

@@ -541,18 +541,33 @@ func TestRunNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorPerson, "")
+	run, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorPerson, "", nil)
 	if err != nil || run.Source != store.SourceSchedule || run.ScheduleID != sc.ID {
 		t.Fatalf("RunNow = %+v, %v", run, err)
 	}
+	// Keyed: a retry with the key gets the first run back; another key, or
+	// none, starts another.
+	key := &store.IdempotencyKey{Scope: "cron_run:ops", Key: "af-step-3-call-0"}
+	first, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorFleet, "", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorFleet, "", key)
+	if err != nil || again.ID != first.ID {
+		t.Errorf("RunNow retried with its key = %s, %v; want the first run %s", again.ID, err, first.ID)
+	}
+	other, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorFleet, "", &store.IdempotencyKey{Scope: "cron_run:ops", Key: "af-step-4-call-0"})
+	if err != nil || other.ID == first.ID || other.ID == run.ID {
+		t.Errorf("RunNow with another key = %s, %v; want a run of its own", other.ID, err)
+	}
 	// From a run a schedule started: UZ-SCHED-011.
-	if _, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorFleet, run.ID); !errors.Is(err, fault.SchedNotRunnable) {
+	if _, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorFleet, run.ID, nil); !errors.Is(err, fault.SchedNotRunnable) {
 		t.Errorf("RunNow from a schedule's run = %v, want %s", err, fault.SchedNotRunnable.ID())
 	}
 	if _, err := e.keeper.Pause(ctx, "ops", sc.ID, store.ActorPerson); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorPerson, ""); !errors.Is(err, fault.SchedNotRunnable) {
+	if _, err := e.keeper.RunNow(ctx, "ops", sc.ID, store.ActorPerson, "", nil); !errors.Is(err, fault.SchedNotRunnable) {
 		t.Errorf("RunNow of a paused schedule = %v, want %s", err, fault.SchedNotRunnable.ID())
 	}
 }
