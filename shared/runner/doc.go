@@ -28,7 +28,9 @@
 // # Invocations
 //
 // An invocation holds the run's lease (renewed while it works; a duplicate
-// delivery finds it held and does nothing) and, when its deadline comes
+// delivery finds it held and does nothing, unless the lease has missed a
+// renewal: then its holder died without releasing it, and the invocation
+// waits for it to lapse and takes the run over) and, when its deadline comes
 // within a step's length, stops starting steps and starts a new invocation
 // of itself (invoke.Runner) before it returns: a run outlives Lambda's 15
 // minutes. Locally the same call is an in-process goroutine.

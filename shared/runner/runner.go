@@ -180,15 +180,18 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	var run store.Run
 	var child *store.Child
 	var err error
-	if childID == "" {
-		run, err = st.AcquireLease(ctx, runID, holder, r.cfg.Lease)
-	} else {
-		var c store.Child
-		if c, err = st.AcquireChildLease(ctx, runID, childID, holder, r.cfg.Lease); err == nil {
+	err = r.awaitLease(ctx, runID, childID, func() (err error) {
+		if childID == "" {
+			run, err = st.AcquireLease(ctx, runID, holder, r.cfg.Lease)
+			return err
+		}
+		c, err := st.AcquireChildLease(ctx, runID, childID, holder, r.cfg.Lease)
+		if err == nil {
 			child = &c
 			run, err = st.GetRun(ctx, runID)
 		}
-	}
+		return err
+	})
 	if errors.Is(err, fault.RunLeaseHeld) {
 		r.log.Info("held by another invocation", "run_id", runID, "child_id", childID, "error", err)
 		return nil
@@ -267,6 +270,52 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 	}()
 	return done
 }
+
+// awaitLease calls acquire until it takes the lease, or until it is plain
+// that a live invocation holds it. A live holder renews its lease every
+// Lease/3, so it always has more than two thirds of Lease left; a lease
+// with less has missed a renewal, and one that runs out was held by an
+// invocation that died without releasing it (killed for memory or time).
+// This invocation — Lambda's retry of that one, most often — then waits
+// for the lease to lapse and takes the run over, instead of leaving it
+// running forever. A holder that renews meanwhile, or another that takes
+// the lease, is alive: acquire's fault.RunLeaseHeld is returned and the
+// run left to it, as it is at once for a fresh lease, or one that would
+// lapse past ctx's deadline.
+func (r *Runner) awaitLease(ctx context.Context, runID, childID string, acquire func() error) error {
+	err := acquire()
+	var held *store.LeaseHeld
+	if !errors.As(err, &held) || time.Until(held.Until) > r.cfg.Lease*2/3-r.cfg.Lease/12 {
+		return err
+	}
+	first := *held
+	for {
+		wait := time.Until(held.Until) + leasePoll/10
+		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+			return err
+		}
+		// Poll: a holder that hands over releases the lease before it
+		// lapses, and the run need not wait for the lapse then.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(wait, leasePoll)):
+		}
+		if err = acquire(); !errors.As(err, &held) {
+			if err == nil {
+				r.log.Warn("took over a run whose lease lapsed", "run_id", runID, "child_id", childID,
+					"lapsed_holder", first.Holder, "lapsed_at", first.Until)
+			}
+			return err
+		}
+		if held.Holder != first.Holder || held.Until.After(first.Until) {
+			return err // renewed, or taken by another: alive
+		}
+	}
+}
+
+// leasePoll is how often awaitLease tries a lapsing lease again.
+const leasePoll = 2 * time.Second
 
 func newHolder() string {
 	b := make([]byte, 12)

@@ -459,3 +459,52 @@ func (e *env) readMaybe(name string) string {
 	b, _ := readFile(e.work, name)
 	return b
 }
+
+// TestLapsedLeaseIsTakenOver: an invocation that died holding the run's
+// lease (it cannot release it) leaves the run to the next invocation,
+// which waits for the lease to lapse and runs the run to its end; a live
+// holder, renewing its lease, keeps the run and the invocation leaves at
+// once.
+func TestLapsedLeaseIsTakenOver(t *testing.T) {
+	t.Parallel()
+	const lease = 3 * time.Second
+	e := newEnv(t, appendThrice, func(c *runner.Config) { c.Lease = lease })
+	d := e.fleet(definition("lapse", "bash"))
+
+	dead := e.start(d, "append")
+	// A holder that renewed last 2.2 s ago, then died: 0.8 s left.
+	if _, err := e.store.AcquireLease(ctx, dead, "inv_killed", 800*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := e.runner.Run(ctx, dead); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(began); waited < 700*time.Millisecond {
+		t.Errorf("ran after %v, before the dead holder's lease lapsed", waited)
+	}
+	if run, end := e.ended(dead); run.Status != store.StatusSucceeded || end.Answer != "appended" {
+		t.Fatalf("the run of the dead holder: %s, %+v; want it taken over and finished", run.Status, end)
+	}
+
+	live := e.start(d, "append")
+	if _, err := e.store.AcquireLease(ctx, live, "inv_alive", lease); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	if err := e.runner.Run(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if run, err := e.store.GetRun(ctx, live); err != nil || run.Status != store.StatusQueued || time.Since(began) > lease/2 {
+		t.Fatalf("a live holder's run: %+v, %v after %v; want it left queued, at once", run.Status, err, time.Since(began))
+	}
+	// It misses its renewals from now on: once it has missed one, the next
+	// invocation waits for the lease to lapse and takes over.
+	time.Sleep(lease / 2)
+	if err := e.runner.Run(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := e.ended(live); run.Status != store.StatusSucceeded {
+		t.Fatalf("after the live holder stopped renewing: %s", run.Status)
+	}
+}

@@ -75,9 +75,22 @@ func (it leased) held(f leaseFields) error {
 	if f.Holder == "" {
 		return fault.New(fault.RunLeaseHeld, "nobody holds the lease on %s", it.name)
 	}
-	return fault.New(fault.RunLeaseHeld, "%s is leased to %s until %s", it.name, f.Holder,
-		time.UnixMilli(f.LeaseUntil).UTC().Format(time.RFC3339Nano))
+	until := time.UnixMilli(f.LeaseUntil).UTC()
+	return &LeaseHeld{Holder: f.Holder, Until: until,
+		err: fault.New(fault.RunLeaseHeld, "%s is leased to %s until %s", it.name, f.Holder, until.Format(time.RFC3339Nano))}
 }
+
+// LeaseHeld is the fault.RunLeaseHeld of a lease someone else holds: who,
+// and until when (by the Store's clock) unless they renew it. errors.Is
+// matches fault.RunLeaseHeld through it.
+type LeaseHeld struct {
+	Holder string
+	Until  time.Time
+	err    error
+}
+
+func (e *LeaseHeld) Error() string { return e.err.Error() }
+func (e *LeaseHeld) Unwrap() error { return e.err }
 
 // acquireLease takes it's lease for holder for d and unmarshals the item as
 // it is after the write into rec.

@@ -153,3 +153,21 @@ func TestConcurrentCheckpointsOfOneStepHaveOneWinner(t *testing.T) {
 		t.Fatalf("%d saves of step 1 won, want 1", won)
 	}
 }
+
+// TestLeaseHeldSaysWhoAndUntil: a held lease's error is a *store.LeaseHeld
+// naming the holder and its expiry, and still fault.RunLeaseHeld.
+func TestLeaseHeldSaysWhoAndUntil(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fleet(t, "ops")
+	r := e.run(t, "ops", false)
+	if _, err := e.AcquireLease(ctx, r.ID, "inv_a", 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.AcquireLease(ctx, r.ID, "inv_b", time.Minute)
+	var held *store.LeaseHeld
+	if !errors.As(err, &held) || !errors.Is(err, fault.RunLeaseHeld) || held.Holder != "inv_a" ||
+		!held.Until.Equal(e.clock.Now().Add(90*time.Second).Truncate(time.Millisecond)) {
+		t.Fatalf("AcquireLease of a held lease = %v (%+v); want a *store.LeaseHeld of inv_a until %v", err, held, e.clock.Now().Add(90*time.Second))
+	}
+}
