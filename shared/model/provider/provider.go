@@ -25,7 +25,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/lazy"
-
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/model/anthropic"
 	"github.com/agentsfleet/agentsfleet/shared/model/bedrock"
