@@ -123,6 +123,7 @@ const (
 	CodeInternal   = "internal_error"     // anything else: the logs say more
 	CodeMaxTokens  = "answer_cut"         // the model's answer hit its token cap with no tool call
 	CodeNoAnswer   = "model_gave_nothing" // the model stopped without text or tool calls
+	CodeStopped    = "runner_stopped"     // the runner was killed (memory, time) again and again
 )
 
 // Usage is what a run spent: tokens over every model call and tool calls.

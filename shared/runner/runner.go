@@ -180,7 +180,7 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	var run store.Run
 	var child *store.Child
 	var err error
-	err = r.awaitLease(ctx, runID, childID, func() (err error) {
+	lapsed, err := r.awaitLease(ctx, runID, childID, func() (err error) {
 		if childID == "" {
 			run, err = st.AcquireLease(ctx, runID, holder, r.cfg.Lease)
 			return err
@@ -198,6 +198,12 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
+	}
+	takeovers := 0
+	if lapsed != "" && child == nil {
+		if takeovers, err = st.NoteTakeover(ctx, runID, holder); err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
 	}
 	renew := func(ctx context.Context) error {
 		_, err := st.RenewLease(ctx, runID, holder, r.cfg.Lease)
@@ -239,6 +245,13 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	}
 	if err != nil || x == nil {
 		return err
+	}
+	if takeovers >= maxTakeovers {
+		// Killed again and again at some point of the run (memory, most
+		// likely): Lambda retries an invocation twice, and a run left to a
+		// last one that is killed too would stay running for ever.
+		return x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeStopped, Message: fmt.Sprintf(
+			"the runner was stopped %d times without handing the run over (killed for memory or time: the runner function's logs say which); the run cannot go on", takeovers)})
 	}
 	x.stop = cancel
 	if err := x.loop(ctx); !errors.Is(err, errHandedOver) && !errors.Is(err, errChildGone) {
@@ -282,37 +295,46 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 // the lease, is alive: acquire's fault.RunLeaseHeld is returned and the
 // run left to it, as it is at once for a fresh lease, or one that would
 // lapse past ctx's deadline.
-func (r *Runner) awaitLease(ctx context.Context, runID, childID string, acquire func() error) error {
-	err := acquire()
+//
+// lapsed is the dead holder when the lease was taken over from one after
+// it lapsed ("" when it was free or released).
+func (r *Runner) awaitLease(ctx context.Context, runID, childID string, acquire func() error) (lapsed string, err error) {
+	err = acquire()
 	var held *store.LeaseHeld
 	if !errors.As(err, &held) || time.Until(held.Until) > r.cfg.Lease*2/3-r.cfg.Lease/12 {
-		return err
+		return "", err
 	}
 	first := *held
 	for {
 		wait := time.Until(held.Until) + leasePoll/10
 		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
-			return err
+			return "", err
 		}
 		// Poll: a holder that hands over releases the lease before it
 		// lapses, and the run need not wait for the lapse then.
 		select {
 		case <-ctx.Done():
-			return err
+			return "", err
 		case <-time.After(min(wait, leasePoll)):
 		}
 		if err = acquire(); !errors.As(err, &held) {
-			if err == nil {
+			if err == nil && !time.Now().Before(first.Until) {
 				r.log.Warn("took over a run whose lease lapsed", "run_id", runID, "child_id", childID,
 					"lapsed_holder", first.Holder, "lapsed_at", first.Until)
+				return first.Holder, nil
 			}
-			return err
+			return "", err // released by its holder, or the store failing
 		}
 		if held.Holder != first.Holder || held.Until.After(first.Until) {
-			return err // renewed, or taken by another: alive
+			return "", err // renewed, or taken by another: alive
 		}
 	}
 }
+
+// maxTakeovers is how many times a run's lease may be taken over from a
+// dead invocation before the run fails: with Lambda's two retries of an
+// invocation, the second takeover is the last chance the run would get.
+const maxTakeovers = 2
 
 // leasePoll is how often awaitLease tries a lapsing lease again.
 const leasePoll = 2 * time.Second

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -506,5 +507,38 @@ func TestLapsedLeaseIsTakenOver(t *testing.T) {
 	}
 	if run, _ := e.ended(live); run.Status != store.StatusSucceeded {
 		t.Fatalf("after the live holder stopped renewing: %s", run.Status)
+	}
+}
+
+// TestRunKilledTwiceFails: the second takeover of a run from a dead
+// invocation fails the run, saying why, instead of giving it to a last
+// retry that may die too and leave it running for ever.
+func TestRunKilledTwiceFails(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, appendThrice, func(c *runner.Config) { c.Lease = 3 * time.Second })
+	d := e.fleet(definition("killed", "bash"))
+	id := e.start(d, "append")
+	// A first takeover already happened, and that invocation died too.
+	if _, err := e.store.AcquireLease(ctx, id, "inv_first_retry", 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.store.NoteTakeover(ctx, id, "inv_first_retry"); err != nil || n != 1 {
+		t.Fatalf("NoteTakeover = %d, %v", n, err)
+	}
+	if _, err := e.store.NoteTakeover(ctx, id, "inv_someone_else"); !errors.Is(err, fault.RunLeaseHeld) {
+		t.Fatalf("NoteTakeover by another than the holder = %v, want %s", err, fault.RunLeaseHeld.ID())
+	}
+	if _, err := e.store.AcquireLease(ctx, id, "inv_first_retry", 600*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runner.Run(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	run, end := e.ended(id)
+	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != runner.CodeStopped || !strings.Contains(end.Error.Message, "stopped 2 times") {
+		t.Fatalf("run %s, ended %+v; want it failed with %s", run.Status, end, runner.CodeStopped)
+	}
+	if n := len(e.results(id)); n != 0 {
+		t.Errorf("%d tool calls ran; the run must end before any", n)
 	}
 }

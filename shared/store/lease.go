@@ -130,6 +130,44 @@ func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d ti
 	})
 }
 
+// NoteTakeover counts that holder took the run's lease over from an
+// invocation that died holding it (the lease lapsed unrenewed), and
+// returns how many times that has happened to the run. Only the holder
+// can note it (fault.RunLeaseHeld otherwise).
+func (s *Store) NoteTakeover(ctx context.Context, runID, holder string) (int, error) {
+	e := newExpr()
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           &s.table,
+		Key:                                 runKey(runID),
+		UpdateExpression:                    aws.String("ADD " + e.n("takeovers") + " " + e.i(1)),
+		ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(holder)),
+		ExpressionAttributeNames:            e.nameMap(),
+		ExpressionAttributeValues:           e.valueMap(),
+		ReturnValues:                        types.ReturnValueUpdatedNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if old, ok := conditionFailed(err); ok {
+		it := s.runLease(runID)
+		cur, err := it.from(ctx, old)
+		if errors.Is(err, errRetry) {
+			err = it.held(leaseFields{})
+		} else if err == nil {
+			err = it.held(cur)
+		}
+		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
+	}
+	var n struct {
+		Takeovers int `dynamodbav:"takeovers"`
+	}
+	if err := unmarshal(out.Attributes, &n); err != nil {
+		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
+	}
+	return n.Takeovers, nil
+}
+
 // RenewLease extends holder's lease to d from now and returns the new
 // expiry. Only the holder can renew (fault.RunLeaseHeld otherwise). A lease
 // that lapsed but that nobody took over can still be renewed: nobody else
