@@ -400,6 +400,10 @@ func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease
 			// Cancelled from outside before this invocation: say so in the log.
 			return nil, x.end(ctx, store.StatusCancelled, "", nil)
 		}
+		if x.st.Ended != nil && !run.Notified {
+			// The invocation that settled it died before it told anyone.
+			x.notify(ctx)
+		}
 		x.releaseSandbox(ctx)
 		return nil, nil
 	}
@@ -739,15 +743,33 @@ func (x *execution) settle(ctx context.Context) error {
 	if e.Status != store.StatusCancelled { // else the canceller moved it
 		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason)
 		if errors.Is(err, fault.RunBadTransition) {
-			return nil // settled by an earlier invocation, which called back
-		}
-		if err != nil {
+			// Settled by an earlier invocation, which told of the end
+			// unless it died first.
+			if run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID); err != nil || run.Notified {
+				return nil
+			}
+		} else if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}
 	}
+	x.notify(ctx)
+	return nil
+}
+
+// notify tells where the ended run came from that it ended — its Slack
+// thread, its callback_url — and records that it has: an invocation that
+// dies in between leaves the run ended and not notified, and the next one
+// (Lambda's retry, which takes the lapsed lease over) tells it. So each is
+// told at least once; a receiver dedupes a callback by its run_id.
+func (x *execution) notify(ctx context.Context) {
+	if x.child != nil {
+		return
+	}
 	x.showEnd(ctx)
 	x.deliverCallback(ctx)
-	return nil
+	if err := x.r.cfg.Store.MarkRunNotified(context.WithoutCancel(ctx), x.run.ID); err != nil {
+		x.r.log.Warn("the run's end was told but not recorded as told", "run_id", x.run.ID, "error", err)
+	}
 }
 
 // interrupted is the invocation stopping short (its context done, or the

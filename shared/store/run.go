@@ -155,6 +155,9 @@ type Run struct {
 	CallbackURL string
 	// Continues is the run whose conversation this one goes on with.
 	Continues string
+	// Notified is true once the runner has told where the run came from
+	// that it ended (its callback, its Slack thread): MarkRunNotified.
+	Notified bool
 }
 
 // unlimited stands for "no limit" in the remaining-budget counters: far
@@ -195,6 +198,7 @@ type runRecord struct {
 	LeaseUntil int64      `dynamodbav:"leaseUntil,omitempty"` // Unix ms
 	Callback   string     `dynamodbav:"callback,omitempty"`
 	Continues  string     `dynamodbav:"continues,omitempty"`
+	Notified   bool       `dynamodbav:"notified,omitempty"`
 }
 
 func (r runRecord) summary() RunSummary {
@@ -212,7 +216,7 @@ func (r runRecord) run() Run {
 		Spent:        Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
-		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues}
+		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
@@ -520,6 +524,28 @@ func (s *Store) ListRuns(ctx context.Context, fleet, cursor string, limit int) (
 
 // maxReason bounds the status reason kept on the run item.
 const maxReason = 1024
+
+// MarkRunNotified records that the run's end was told where the run came
+// from (Run.Notified), so that an invocation after it does not tell it
+// again, and one that finds it not told (its teller died first) does.
+func (s *Store) MarkRunNotified(ctx context.Context, id string) error {
+	e := newExpr()
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &s.table,
+		Key:                       runKey(id),
+		UpdateExpression:          aws.String("SET " + e.n("notified") + " = " + e.v(&types.AttributeValueMemberBOOL{Value: true})),
+		ConditionExpression:       aws.String("attribute_exists(" + e.n(AttrPK) + ")"),
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
+	})
+	if _, ok := conditionFailed(err); ok {
+		return fmt.Errorf("mark run %s notified: %w", id, fault.New(fault.RunNotFound, "no run %s", id))
+	}
+	if err != nil {
+		return fmt.Errorf("mark run %s notified: %w", id, err)
+	}
+	return nil
+}
 
 // Transition moves a run to status to, with an optional reason (kept,
 // truncated to 1 KiB, for people to read). The move is a conditional write

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,26 @@ func TestConcurrentTransitionsHaveOneWinner(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMarkRunNotified: a run starts not notified; marking it is kept, and
+// an unknown run is refused.
+func TestMarkRunNotified(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fleet(t, "ops")
+	r := e.run(t, "ops", false)
+	if got, _ := e.GetRun(ctx, r.ID); got.Notified {
+		t.Fatal("a new run is notified")
+	}
+	if err := e.MarkRunNotified(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.GetRun(ctx, r.ID); !got.Notified {
+		t.Fatal("MarkRunNotified was not kept")
+	}
+	if err := e.MarkRunNotified(ctx, "run_nope"); !errors.Is(err, fault.RunNotFound) {
+		t.Fatalf("MarkRunNotified of an unknown run = %v, want %s", err, fault.RunNotFound.ID())
 	}
 }
