@@ -691,12 +691,7 @@ func (e remoteEnv) keysCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var list []string
-	for _, sc := range strings.Split(*scopes, ",") {
-		if sc = strings.TrimSpace(sc); sc != "" {
-			list = append(list, sc)
-		}
-	}
+	list := commaList(*scopes)
 	if len(list) == 0 {
 		return fmt.Errorf("%w: keys create needs --scopes, such as runs:read,runs:write", errUsage)
 	}

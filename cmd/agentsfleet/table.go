@@ -63,12 +63,7 @@ func tableKey(ctx context.Context, args []string, out io.Writer) error {
 	}
 	list := scope.Names()
 	if *scopes != "" {
-		list = nil
-		for _, sc := range strings.Split(*scopes, ",") {
-			if sc = strings.TrimSpace(sc); sc != "" {
-				list = append(list, sc)
-			}
-		}
+		list = commaList(*scopes)
 	}
 	db, err := tableClient(ctx)
 	if err != nil {
@@ -97,4 +92,16 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// commaList splits a comma-separated flag, dropping blanks around and
+// between its items.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

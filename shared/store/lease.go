@@ -136,33 +136,10 @@ func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d ti
 // can note it (fault.RunLeaseHeld otherwise).
 func (s *Store) NoteTakeover(ctx context.Context, runID, holder string) (int, error) {
 	e := newExpr()
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           &s.table,
-		Key:                                 runKey(runID),
-		UpdateExpression:                    aws.String("ADD " + e.n("takeovers") + " " + e.i(1)),
-		ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(holder)),
-		ExpressionAttributeNames:            e.nameMap(),
-		ExpressionAttributeValues:           e.valueMap(),
-		ReturnValues:                        types.ReturnValueUpdatedNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if old, ok := conditionFailed(err); ok {
-		it := s.runLease(runID)
-		cur, err := it.from(ctx, old)
-		if errors.Is(err, errRetry) {
-			err = it.held(leaseFields{})
-		} else if err == nil {
-			err = it.held(cur)
-		}
-		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
-	}
 	var n struct {
 		Takeovers int `dynamodbav:"takeovers"`
 	}
-	if err := unmarshal(out.Attributes, &n); err != nil {
+	if err := s.holderUpdate(ctx, s.runLease(runID), holder, e, "ADD "+e.n("takeovers")+" "+e.i(1), &n); err != nil {
 		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
 	}
 	return n.Takeovers, nil
@@ -183,7 +160,7 @@ func (s *Store) RenewLease(ctx context.Context, runID, holder string, d time.Dur
 func (s *Store) renewLease(ctx context.Context, it leased, holder string, d time.Duration) (time.Time, error) {
 	until := s.now().Add(d)
 	e := newExpr()
-	if err := s.holderUpdate(ctx, it, holder, e, "SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli())); err != nil {
+	if err := s.holderUpdate(ctx, it, holder, e, "SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli()), nil); err != nil {
 		return time.Time{}, err
 	}
 	return time.UnixMilli(until.UnixMilli()).UTC(), nil
@@ -200,12 +177,13 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, holder string) error {
 
 func (s *Store) releaseLease(ctx context.Context, it leased, holder string) error {
 	e := newExpr()
-	return s.holderUpdate(ctx, it, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"))
+	return s.holderUpdate(ctx, it, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"), nil)
 }
 
-// holderUpdate applies update to it if holder holds its lease.
-func (s *Store) holderUpdate(ctx context.Context, it leased, holder string, e *expr, update string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+// holderUpdate applies update to it if holder holds its lease, and
+// unmarshals the attributes it changed into updated unless that is nil.
+func (s *Store) holderUpdate(ctx context.Context, it leased, holder string, e *expr, update string, updated any) error {
+	in := &dynamodb.UpdateItemInput{
 		TableName:                           &s.table,
 		Key:                                 it.key,
 		UpdateExpression:                    aws.String(update),
@@ -213,7 +191,14 @@ func (s *Store) holderUpdate(ctx context.Context, it leased, holder string, e *e
 		ExpressionAttributeNames:            e.nameMap(),
 		ExpressionAttributeValues:           e.valueMap(),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}
+	if updated != nil {
+		in.ReturnValues = types.ReturnValueUpdatedNew
+	}
+	out, err := s.db.UpdateItem(ctx, in)
+	if err == nil && updated != nil {
+		return unmarshal(out.Attributes, updated)
+	}
 	if old, ok := conditionFailed(err); ok {
 		cur, err := it.from(ctx, old)
 		if errors.Is(err, errRetry) {
