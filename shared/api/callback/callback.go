@@ -222,6 +222,7 @@ func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Resu
 	if err != nil {
 		return fmt.Errorf("deliver callback of run %s: %w", r.RunID, err)
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.MaxElapsed)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -232,10 +233,16 @@ func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Resu
 		if err == nil {
 			return nil
 		}
-		last = err
 		if ctx.Err() != nil {
-			return fmt.Errorf("deliver callback of run %s to %s: attempt %d: %w", r.RunID, where, attempt, errors.Join(ctx.Err(), last))
+			if caller.Err() == nil && last != nil {
+				// The delivery's own limit passed during this attempt: the
+				// answer of the one before says why it kept failing.
+				return fmt.Errorf("deliver callback of run %s to %s: gave up after %d attempts, the %s limit passing during the last: %w",
+					r.RunID, where, attempt, s.cfg.MaxElapsed, last)
+			}
+			return fmt.Errorf("deliver callback of run %s to %s: attempt %d: %w", r.RunID, where, attempt, errors.Join(ctx.Err(), err))
 		}
+		last = err
 		if !retryable(err) {
 			return fmt.Errorf("deliver callback of run %s to %s: %w", r.RunID, where, err)
 		}
@@ -252,6 +259,10 @@ func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Resu
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if caller.Err() == nil {
+				return fmt.Errorf("deliver callback of run %s to %s: gave up after %d attempts, the %s limit passing while it waited: %w",
+					r.RunID, where, attempt, s.cfg.MaxElapsed, last)
+			}
 			return fmt.Errorf("deliver callback of run %s to %s: waiting to retry: %w", r.RunID, where, errors.Join(ctx.Err(), last))
 		case <-t.C:
 		}
