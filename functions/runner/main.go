@@ -1,7 +1,8 @@
-// Command runner is the runner λ: the agent loop (shared/runner). Its
-// payload is {"run_id": "…"}, sent by the API when a run starts and by the
-// runner itself when an invocation nears its deadline (InvocationType
-// Event).
+// Command runner is the runner λ: the agent loop (shared/runner,
+// Runner.Handle). Its payload is {"run_id": "…"}, sent by the API when a
+// run starts and by the runner itself when an invocation nears its
+// deadline, or {"run_id": "…", "child_id": "…"} for a child agent's
+// invocation (InvocationType Event).
 //
 // Settings (environment):
 //
@@ -79,9 +80,9 @@ func main() {
 		log.Error("runner: cannot start", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(func(ctx context.Context, p runner.Payload) error {
-		return r.Run(ctx, p.RunID)
-	})
+	// The local stack's handler too: a run's payload or a child agent's
+	// ({"run_id", "child_id"}).
+	lambda.Start(invoke.Handler(r.Handle))
 }
 
 // newRunner wires the runner from the environment.

@@ -18,18 +18,21 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
-// The sample event is the payload the runner takes.
-func TestSampleEvent(t *testing.T) {
+// The sample events are the payloads the runner takes: a run's and a
+// child agent's.
+func TestSampleEvents(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../events/runner/invoke.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var p runner.Payload
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.RunID == "" {
-		t.Fatalf("events/runner/invoke.json: %v, %+v", err, p)
+	for name, child := range map[string]bool{"invoke.json": false, "child.json": true} {
+		b, err := os.ReadFile("../../events/runner/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p runner.Payload
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil || p.RunID == "" || (p.ChildID != "") != child {
+			t.Fatalf("events/runner/%s: %v, %+v", name, err, p)
+		}
 	}
 }
 

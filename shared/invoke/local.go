@@ -10,8 +10,14 @@ import (
 )
 
 // Handler is a function as Local runs it: the same handler the Lambda's
-// main serves.
+// main serves. It is a lambda.Handler of aws-lambda-go (Invoke), so that a
+// main gives lambda.Start the very value the local stack registers:
+// lambda.Start(invoke.Handler(r.Handle)).
 type Handler func(ctx context.Context, payload []byte) ([]byte, error)
+
+// Invoke calls h: the payload as Lambda delivered it, the answer as it is
+// returned to the caller.
+func (h Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) { return h(ctx, payload) }
 
 // Local runs functions in this process. Start runs the call on a goroutine
 // with a context that is not cancelled with the caller's (a queued Lambda

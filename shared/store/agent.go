@@ -31,13 +31,17 @@ func (s *Store) childLease(runID, childID string) leased {
 
 // AcquireChildLease takes the lease of a child agent for holder for d, as
 // AcquireLease does a run's, and returns the child as it is after the
-// write. An id the run never issued fails with fault.ChildNotFound.
+// write (Child.LapsedHolder naming a holder whose lease on it had lapsed).
+// An id the run never issued fails with fault.ChildNotFound.
 func (s *Store) AcquireChildLease(ctx context.Context, runID, childID, holder string, d time.Duration) (Child, error) {
 	var r childRecord
-	if err := s.acquireLease(ctx, s.childLease(runID, childID), holder, d, &r); err != nil {
+	lapsed, err := s.acquireLease(ctx, s.childLease(runID, childID), holder, d, &r)
+	if err != nil {
 		return Child{}, fmt.Errorf("acquire lease on child %s of run %s for %s: %w", childID, runID, holder, err)
 	}
-	return r.child(), nil
+	c := r.child()
+	c.LapsedHolder = lapsed
+	return c, nil
 }
 
 // RenewChildLease extends holder's lease on the child, as RenewLease.
@@ -162,6 +166,7 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 			if st.End.Result != "" {
 				cset += ", " + ce.n("result") + " = " + ce.s(st.End.Result)
 			}
+			cset += " REMOVE " + ce.n(AttrGSI2PK) // ended: out of the sweep's index
 		}
 		// The run: running, events, budget, children working.
 		re := newExpr()

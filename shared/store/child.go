@@ -59,6 +59,9 @@ type Child struct {
 	// LeaseHolder holds the child's lease until LeaseUntil; empty when free.
 	LeaseHolder string
 	LeaseUntil  time.Time
+	// LapsedHolder is set only in what AcquireChildLease returns, as
+	// Run.LapsedHolder is.
+	LapsedHolder string
 }
 
 // NewChild is what StartChild needs.
@@ -105,6 +108,9 @@ type childRecord struct {
 	CkptStep   int64  `dynamodbav:"ckptStep"`
 	Holder     string `dynamodbav:"leaseHolder,omitempty"`
 	LeaseUntil int64  `dynamodbav:"leaseUntil,omitempty"` // Unix ms
+	// GSI2: present while the child is running (see ListLapsed).
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
+	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
 }
 
 func (r childRecord) child() Child {
@@ -210,7 +216,8 @@ func (s *Store) startChild(ctx context.Context, nc NewChild) (Child, bool, error
 		now := s.now().UTC()
 		rec = childRecord{PK: prefixRun + runID, ID: newID("child_", now), RunID: runID, ParentID: parentID, Depth: depth,
 			Task: nc.Task, Tools: nc.Tools, Secrets: nc.Secrets, Hosts: nc.Hosts, Key: nc.Key, Status: ChildRunning, StartedAt: now,
-			TokLimit: nc.Limits.Tokens, CallLimit: nc.Limits.ToolCalls, TokLeft: nc.Limits.Tokens, CallLeft: nc.Limits.ToolCalls}
+			TokLimit: nc.Limits.Tokens, CallLimit: nc.Limits.ToolCalls, TokLeft: nc.Limits.Tokens, CallLeft: nc.Limits.ToolCalls,
+			GSI2PK: gsi2Live, GSI2SK: now.UnixMilli()}
 		if nc.Key != "" {
 			rec.ID = childID(runID, nc.Key)
 		}
@@ -330,6 +337,7 @@ func (s *Store) finishChild(ctx context.Context, runID, childID string, status C
 		if result != "" {
 			set += ", " + ce.n("result") + " = " + ce.s(result)
 		}
+		set += " REMOVE " + ce.n(AttrGSI2PK) // ended: out of the sweep's index
 		running := re.n("kidsRun")
 		update := "SET " + running + " = " + running + " - " + re.i(1)
 		cond := running + " > " + re.i(0)

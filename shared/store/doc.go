@@ -40,23 +40,28 @@
 //
 // # Table
 //
-// Keys are strings: pk (partition), sk (sort). One global secondary index,
+// Keys are strings: pk (partition), sk (sort). The global secondary index
 // gsi1 (gsi1pk, gsi1sk), projects only the attributes list pages show
 // (GSI1Attributes, INCLUDE), so the hot counters on the run item never cause
-// index writes. TTL is on expiresAt (Unix seconds). The CDK stack and the
-// LocalStack hook build the table from AttrPK, AttrSK, AttrGSI1PK,
-// AttrGSI1SK, IndexGSI1, GSI1Attributes and AttrTTL, or from
-// CreateTableInput; CreateTable makes it for local use.
+// index writes. The sparse gsi2 (gsi2pk S, gsi2sk N; KEYS_ONLY) holds only
+// what is under way — queued and running runs, running children — by the
+// moment from which nobody executes each (lapse.go), for the sweep that
+// re-invokes what a dead invocation left (ListLapsed); only lease writes
+// move it, one index write a renewal. TTL is on expiresAt (Unix seconds).
+// The CDK stack and the LocalStack hook build the table from AttrPK,
+// AttrSK, AttrGSI1PK, AttrGSI1SK, IndexGSI1, GSI1Attributes, AttrGSI2PK,
+// AttrGSI2SK, IndexGSI2 and AttrTTL, or from CreateTableInput; CreateTable
+// makes it for local use.
 //
 //	item                pk                   sk                    gsi1pk         gsi1sk         notes
 //	fleet               FLEET#<name>         FLEET                 FLEETS         FLEET#<name>   paused, rev, hash, schedule counters
 //	Definition revision FLEET#<name>         REV#<%010d rev>       -              -              canonical JSON + hash, immutable
 //	schedule            FLEET#<name>         SCHED#<id>            -              -              source, state, expr, tz, message
-//	run                 RUN#<id>             RUN                   FLEET#<name>   RUN#<id>       status, pinned rev, counters, lease
+//	run                 RUN#<id>             RUN                   FLEET#<name>   RUN#<id>       status, pinned rev, counters, lease; gsi2 while queued or running
 //	run input           RUN#<id>             INPUT                 -              -              what started the run
 //	checkpoint          RUN#<id>             CKPT                  -              -              latest only: step + blob
 //	event               RUN#<id>             EVT#<%016d seq>       -              -              type, JSON body, time
-//	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status
+//	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status, lease; gsi2 while running
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
 //	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
@@ -74,6 +79,7 @@
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
 //	list a size's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<size>, sk begins_with SBX#
 //	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#
+//	runs and children nobody executes since T (ListLapsed)       Query gsi2 pk=LIVE, sk <= T, ascending; GetItem each
 //
 // Run ids (and child and schedule ids) are 26 Crockford base32 characters,
 // time first, like ULIDs, so gsi1sk sorts runs by creation. Page cursors are
@@ -82,7 +88,7 @@
 // else reads strongly.
 //
 // Run inputs, checkpoints and Definitions live in items of their own so
-// that the run item, which every step updates, stays small: about 470 bytes
+// that the run item, which every step updates, stays small: about 490 bytes
 // with a Slack thread and a lease, under the 1 KB that one write unit pays
 // for. DynamoDB items are at most 400 KB; the Store refuses blobs over
 // MaxBlobBytes (ErrTooLarge; fault.DefinitionInvalid for a Definition).
@@ -94,7 +100,7 @@
 // DynamoDB charges a write 1 unit per KB of the item started (an update:
 // of the larger of the item before and after), and a transaction twice
 // that. TestWriteUnitsPerToolCall measures the item sizes of a real step
-// (run item 469 B, a 300-byte event body in a 402 B item, checkpoint item
+// (run item 490 B, a 300-byte event body in a 402 B item, checkpoint item
 // 679 B for a 600-byte checkpoint) and counts:
 //
 //	AppendEvent    tx: run update (1) + event put (1)        × 2 = 4

@@ -27,13 +27,20 @@ import (
 // otherwise it fails with fault.RunLeaseHeld naming the holder. It returns
 // the run as it is after the write, so the runner sees its status and last
 // checkpoint step.
+//
+// When the lease it takes had lapsed in another holder's hands (that
+// holder missed its renewals until the lease ran out: an invocation that
+// died), Run.LapsedHolder names that holder, for the runner to count the
+// takeover (NoteTakeover).
 func (s *Store) AcquireLease(ctx context.Context, runID, holder string, d time.Duration) (Run, error) {
 	var r runRecord
-	err := s.acquireLease(ctx, s.runLease(runID), holder, d, &r)
+	lapsed, err := s.acquireLease(ctx, s.runLease(runID), holder, d, &r)
 	if err != nil {
 		return Run{}, fmt.Errorf("acquire lease on run %s for %s: %w", runID, holder, err)
 	}
-	return r.run(), nil
+	run := r.run()
+	run.LapsedHolder = lapsed
+	return run, nil
 }
 
 // leased is an item that carries a lease: a run, or a child agent, each
@@ -93,24 +100,34 @@ func (e *LeaseHeld) Error() string { return e.err.Error() }
 func (e *LeaseHeld) Unwrap() error { return e.err }
 
 // acquireLease takes it's lease for holder for d and unmarshals the item as
-// it is after the write into rec.
-func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d time.Duration, rec any) error {
+// it is after the write into rec. lapsed is the holder whose lease had run
+// out unrenewed when this one took it ("" when it was free, released or
+// holder's own).
+//
+// The write also moves the item's place in GSI2 (AttrGSI2SK) to the new
+// expiry: from then on a sweep (ListLapsed) finds it only if this holder
+// stops renewing too.
+func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d time.Duration, rec any) (lapsed string, err error) {
 	if holder == "" || d <= 0 {
-		return fault.New(fault.RequestInvalid, "a lease needs a holder and a positive duration")
+		return "", fault.New(fault.RequestInvalid, "a lease needs a holder and a positive duration")
 	}
-	return s.retry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		now := s.now()
+		exp := now.Add(d).UnixMilli()
 		e := newExpr()
 		h, until := e.n("leaseHolder"), e.n("leaseUntil")
 		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:        &s.table,
-			Key:              it.key,
-			UpdateExpression: aws.String("SET " + h + " = " + e.s(holder) + ", " + until + " = " + e.i(now.Add(d).UnixMilli())),
+			TableName: &s.table,
+			Key:       it.key,
+			UpdateExpression: aws.String("SET " + h + " = " + e.s(holder) + ", " + until + " = " + e.i(exp) +
+				", " + e.n(AttrGSI2SK) + " = " + e.i(exp)),
 			ConditionExpression: aws.String("attribute_exists(" + e.n(AttrPK) + ") AND (attribute_not_exists(" + h + ") OR " +
 				h + " = " + e.s(holder) + " OR " + until + " <= " + e.i(now.UnixMilli()) + ")"),
-			ExpressionAttributeNames:            e.nameMap(),
-			ExpressionAttributeValues:           e.valueMap(),
-			ReturnValues:                        types.ReturnValueAllNew,
+			ExpressionAttributeNames:  e.nameMap(),
+			ExpressionAttributeValues: e.valueMap(),
+			// The item as it was, to see whose lease lapsed; the new lease
+			// is known.
+			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if old, ok := conditionFailed(err); ok {
@@ -126,8 +143,19 @@ func (s *Store) acquireLease(ctx context.Context, it leased, holder string, d ti
 		if err != nil {
 			return err
 		}
-		return unmarshal(out.Attributes, rec)
+		item := out.Attributes
+		var prev leaseFields
+		if err := unmarshal(item, &prev); err != nil {
+			return err
+		}
+		lapsed = ""
+		if prev.Holder != "" && prev.Holder != holder {
+			lapsed = prev.Holder // the condition held: its lease had run out
+		}
+		item["leaseHolder"], item["leaseUntil"], item[AttrGSI2SK] = str(holder), num(exp), num(exp)
+		return unmarshal(item, rec)
 	})
+	return lapsed, err
 }
 
 // NoteTakeover counts that holder took the run's lease over from an
@@ -141,6 +169,20 @@ func (s *Store) NoteTakeover(ctx context.Context, runID, holder string) (int, er
 	}
 	if err := s.holderUpdate(ctx, s.runLease(runID), holder, e, "ADD "+e.n("takeovers")+" "+e.i(1), &n); err != nil {
 		return 0, fmt.Errorf("note a takeover of run %s: %w", runID, err)
+	}
+	return n.Takeovers, nil
+}
+
+// NoteChildTakeover counts that holder took the child's lease over from an
+// invocation that died holding it, as NoteTakeover does for a run, and
+// returns how many times that has happened to the child.
+func (s *Store) NoteChildTakeover(ctx context.Context, runID, childID, holder string) (int, error) {
+	e := newExpr()
+	var n struct {
+		Takeovers int `dynamodbav:"takeovers"`
+	}
+	if err := s.holderUpdate(ctx, s.childLease(runID, childID), holder, e, "ADD "+e.n("takeovers")+" "+e.i(1), &n); err != nil {
+		return 0, fmt.Errorf("note a takeover of child %s of run %s: %w", childID, runID, err)
 	}
 	return n.Takeovers, nil
 }
@@ -160,7 +202,8 @@ func (s *Store) RenewLease(ctx context.Context, runID, holder string, d time.Dur
 func (s *Store) renewLease(ctx context.Context, it leased, holder string, d time.Duration) (time.Time, error) {
 	until := s.now().Add(d)
 	e := newExpr()
-	if err := s.holderUpdate(ctx, it, holder, e, "SET "+e.n("leaseUntil")+" = "+e.i(until.UnixMilli()), nil); err != nil {
+	set := "SET " + e.n("leaseUntil") + " = " + e.i(until.UnixMilli()) + ", " + e.n(AttrGSI2SK) + " = " + e.i(until.UnixMilli())
+	if err := s.holderUpdate(ctx, it, holder, e, set, nil); err != nil {
 		return time.Time{}, err
 	}
 	return time.UnixMilli(until.UnixMilli()).UTC(), nil
@@ -175,9 +218,13 @@ func (s *Store) ReleaseLease(ctx context.Context, runID, holder string) error {
 	return nil
 }
 
+// releaseLease frees the lease and marks the item in GSI2 as held by
+// nobody from now: the invocation it was handed to should take it at once,
+// and a sweep finds it when none does.
 func (s *Store) releaseLease(ctx context.Context, it leased, holder string) error {
 	e := newExpr()
-	return s.holderUpdate(ctx, it, holder, e, "REMOVE "+e.n("leaseHolder")+", "+e.n("leaseUntil"), nil)
+	update := "REMOVE " + e.n("leaseHolder") + ", " + e.n("leaseUntil") + " SET " + e.n(AttrGSI2SK) + " = " + e.i(s.now().UnixMilli())
+	return s.holderUpdate(ctx, it, holder, e, update, nil)
 }
 
 // holderUpdate applies update to it if holder holds its lease, and

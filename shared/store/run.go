@@ -151,6 +151,11 @@ type Run struct {
 	// LeaseHolder holds the run's lease until LeaseUntil; empty when free.
 	LeaseHolder string
 	LeaseUntil  time.Time
+	// LapsedHolder is set only in what AcquireLease returns: the holder
+	// whose lease had lapsed unrenewed (an invocation that died holding
+	// it) and that this acquisition took over; empty when the lease was
+	// free, released or the caller's own.
+	LapsedHolder string
 	// CallbackURL receives the run's result when it ends; empty for none.
 	CallbackURL string
 	// Continues is the run whose conversation this one goes on with.
@@ -199,6 +204,9 @@ type runRecord struct {
 	Callback   string     `dynamodbav:"callback,omitempty"`
 	Continues  string     `dynamodbav:"continues,omitempty"`
 	Notified   bool       `dynamodbav:"notified,omitempty"`
+	// GSI2: present while the run is queued or running (see ListLapsed).
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
+	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
 }
 
 func (r runRecord) summary() RunSummary {
@@ -342,7 +350,8 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 	rr := runRecord{PK: prefixRun + id, SK: skRun, GSI1PK: prefixFleet + nr.Fleet, GSI1SK: prefixRun + id,
 		Kind: "run", ID: id, Fleet: nr.Fleet, Rev: rev, Source: nr.Source, ScheduleID: nr.ScheduleID,
 		Status: StatusQueued, CreatedAt: now, StatusAt: now, Callback: nr.CallbackURL, Continues: nr.Continues,
-		TokLimit: nr.Limits.Tokens, CallLimit: nr.Limits.ToolCalls, TokLeft: unlimited, CallLeft: unlimited}
+		TokLimit: nr.Limits.Tokens, CallLimit: nr.Limits.ToolCalls, TokLeft: unlimited, CallLeft: unlimited,
+		GSI2PK: gsi2Live, GSI2SK: now.UnixMilli()}
 	if nr.Limits.Tokens > 0 {
 		rr.TokLeft = nr.Limits.Tokens
 	}
@@ -583,6 +592,13 @@ func (s *Store) Transition(ctx context.Context, id string, to Status, reason str
 	}
 	if to.Terminal() {
 		set += ", " + e.n("endedAt") + " = " + e.t(now)
+	}
+	// Only queued and running runs are in GSI2 (ListLapsed): a waiting run
+	// is parked, with nobody meant to hold it, until a person answers.
+	if to == StatusRunning {
+		set += ", " + e.n(AttrGSI2PK) + " = " + e.s(gsi2Live)
+	} else {
+		set += " REMOVE " + e.n(AttrGSI2PK)
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                           &s.table,

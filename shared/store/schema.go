@@ -21,7 +21,13 @@ const (
 	AttrGSI1SK = "gsi1sk"    // GSI1 sort key (S)
 	AttrTTL    = "expiresAt" // TTL attribute: Unix seconds (N)
 	IndexGSI1  = "gsi1"      // lists fleets, and runs by fleet newest first
+	AttrGSI2PK = "gsi2pk"    // GSI2 partition key (S): set on unfinished runs and children only
+	AttrGSI2SK = "gsi2sk"    // GSI2 sort key (N): Unix ms from which nobody executes the item
+	IndexGSI2  = "gsi2"      // sparse: the runs and children a sweep may find nobody executing (ListLapsed)
 )
+
+// GSI2 projects only the keys (KEYS_ONLY): ListLapsed reads each item it
+// finds again, strongly, before it reports it.
 
 // GSI1Attributes are the non-key attributes projected into GSI1 (projection
 // INCLUDE). They are what list pages show. Hot counters on the run item
@@ -68,6 +74,8 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrSK), AttributeType: s},
 			{AttributeName: aws.String(AttrGSI1PK), AttributeType: s},
 			{AttributeName: aws.String(AttrGSI1SK), AttributeType: s},
+			{AttributeName: aws.String(AttrGSI2PK), AttributeType: s},
+			{AttributeName: aws.String(AttrGSI2SK), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
@@ -83,7 +91,19 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: slices.Clone(GSI1Attributes),
 			},
-		}},
+		}, gsi2()},
+	}
+}
+
+// gsi2 is the sweep's index (IndexGSI2).
+func gsi2() types.GlobalSecondaryIndex {
+	return types.GlobalSecondaryIndex{
+		IndexName: aws.String(IndexGSI2),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AttrGSI2PK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(AttrGSI2SK), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 	}
 }
 
@@ -92,15 +112,17 @@ type TableAPI interface {
 	CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DescribeTimeToLive(context.Context, *dynamodb.DescribeTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 	UpdateTimeToLive(context.Context, *dynamodb.UpdateTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
 var _ TableAPI = (*dynamodb.Client)(nil)
 
 // CreateTable creates the table for local use (moto, LocalStack, a dev
-// account): it is idempotent, waits until the table and its index are
-// active, and enables TTL on AttrTTL. An existing table with a different key
-// schema is an error. In AWS the CDK stack creates the same table.
+// account): it is idempotent, waits until the table and its indexes are
+// active, and enables TTL on AttrTTL. An existing table made before GSI2
+// gets it (UpdateTable). An existing table with a different key schema is
+// an error. In AWS the CDK stack creates the same table.
 func CreateTable(ctx context.Context, db TableAPI, name string) error {
 	_, err := db.CreateTable(ctx, CreateTableInput(name))
 	var inUse *types.ResourceInUseException
@@ -108,6 +130,9 @@ func CreateTable(ctx context.Context, db TableAPI, name string) error {
 		return fmt.Errorf("create table %s: %w", name, err)
 	}
 	if err := waitActive(ctx, db, name); err != nil {
+		return err
+	}
+	if err := addGSI2(ctx, db, name); err != nil {
 		return err
 	}
 	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
@@ -160,6 +185,32 @@ func waitActive(ctx context.Context, db TableAPI, name string) error {
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// addGSI2 adds the sweep's index to a table made without it, and waits
+// until it is active.
+func addGSI2(ctx context.Context, db TableAPI, name string) error {
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		return fmt.Errorf("describe table %s: %w", name, err)
+	}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == IndexGSI2 {
+			return nil
+		}
+	}
+	in := CreateTableInput(name)
+	g := gsi2()
+	_, err = db.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: in.AttributeDefinitions,
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection}}},
+	})
+	if err != nil {
+		return fmt.Errorf("add index %s to table %s: %w", IndexGSI2, name, err)
+	}
+	return waitActive(ctx, db, name)
 }
 
 func checkSchema(t *types.TableDescription) error {

@@ -31,11 +31,18 @@ func TestCreateTableIsIdempotentAndEnablesTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(out.Table.GlobalSecondaryIndexes); n != 1 || aws.ToString(out.Table.GlobalSecondaryIndexes[0].IndexName) != store.IndexGSI1 {
-		t.Fatalf("indexes = %d, want just %s", n, store.IndexGSI1)
+	indexes := map[string]*types.Projection{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		indexes[aws.ToString(g.IndexName)] = g.Projection
 	}
-	if got := out.Table.GlobalSecondaryIndexes[0].Projection; got.ProjectionType != types.ProjectionTypeInclude || len(got.NonKeyAttributes) != len(store.GSI1Attributes) {
-		t.Fatalf("projection = %s %v, want INCLUDE %v", got.ProjectionType, got.NonKeyAttributes, store.GSI1Attributes)
+	if len(indexes) != 2 || indexes[store.IndexGSI1] == nil || indexes[store.IndexGSI2] == nil {
+		t.Fatalf("indexes = %v, want %s and %s", indexes, store.IndexGSI1, store.IndexGSI2)
+	}
+	if got := indexes[store.IndexGSI1]; got.ProjectionType != types.ProjectionTypeInclude || len(got.NonKeyAttributes) != len(store.GSI1Attributes) {
+		t.Fatalf("%s projection = %s %v, want INCLUDE %v", store.IndexGSI1, got.ProjectionType, got.NonKeyAttributes, store.GSI1Attributes)
+	}
+	if got := indexes[store.IndexGSI2]; got.ProjectionType != types.ProjectionTypeKeysOnly {
+		t.Fatalf("%s projection = %s, want KEYS_ONLY", store.IndexGSI2, got.ProjectionType)
 	}
 }
 
