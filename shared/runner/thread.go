@@ -34,6 +34,7 @@ func (x *execution) post(ctx context.Context, req thread.Request, d time.Duratio
 		return thread.Response{}, fault.RunNoThread
 	}
 	req.RunID, req.Fleet, req.Channel, req.ThreadTS = x.run.ID, x.run.Fleet, th.Channel, th.ThreadTS
+	req.User, req.Team = th.User, th.Team
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return thread.Response{}, err

@@ -57,7 +57,7 @@ func (f *slackFn) ops() []thread.Request {
 func (e *env) slackRun(fleet, input string) string {
 	e.t.Helper()
 	r, _, err := e.store.CreateRun(ctx, store.NewRun{Fleet: fleet, Source: store.SourceSlack, Input: []byte(input),
-		Thread: &store.Thread{Channel: "C0123", ThreadTS: "1733050000.000100"}})
+		Thread: &store.Thread{Channel: "C0123", ThreadTS: "1733050000.000100", User: "U0ASKER1", Team: "T0TEAM1"}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -110,6 +110,9 @@ func TestMessageLines(t *testing.T) {
 		}
 		if op.Channel != "C0123" || op.ThreadTS != "1733050000.000100" || op.RunID != runID {
 			t.Fatalf("a post went to %s/%s for %s", op.Channel, op.ThreadTS, op.RunID)
+		}
+		if op.User != "U0ASKER1" || op.Team != "T0TEAM1" {
+			t.Fatalf("a %s post names user %q of team %q, want the run's asker U0ASKER1 of T0TEAM1", op.Op, op.User, op.Team)
 		}
 	}
 	if len(lines) != 8 {

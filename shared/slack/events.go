@@ -38,6 +38,7 @@ type message struct {
 	ts       string // the message's own
 	threadTS string // the thread the run answers in
 	user     string
+	team     string // the user's team: chat.startStream's recipient_team_id
 	text     string // as Slack wrote it, the app's mention still in it
 	bot      string // the app's bot user id, "" if the event did not say
 }
@@ -144,7 +145,28 @@ func (h *Handler) read(ctx context.Context, cb *slackevents.EventsAPICallbackEve
 	if m.threadTS == "" {
 		m.threadTS = m.ts // a new thread under the message
 	}
+	m.team = userTeam(cb)
 	return m, true
+}
+
+// userTeam is the team of the user who wrote the event's message: the
+// event's user_team (set where a channel is shared between workspaces), else
+// its team, else the workspace the event came from (the callback's team_id).
+func userTeam(cb *slackevents.EventsAPICallbackEvent) string {
+	var inner struct {
+		UserTeam string `json:"user_team"`
+		Team     string `json:"team"`
+	}
+	if cb.InnerEvent != nil {
+		_ = json.Unmarshal(*cb.InnerEvent, &inner) // slack-go has parsed it already
+	}
+	switch {
+	case inner.UserTeam != "":
+		return inner.UserTeam
+	case inner.Team != "":
+		return inner.Team
+	}
+	return cb.TeamID
 }
 
 // input is the run's input: the text without the app's mention, with
@@ -223,7 +245,7 @@ func (h *Handler) start(ctx context.Context, m message) error {
 		}
 	}
 	run, _, err := runner.Start(ctx, st, h.cfg.Invoker, store.NewRun{Fleet: fleetName, Source: store.SourceSlack,
-		Thread: &store.Thread{Channel: m.channel, ThreadTS: m.threadTS}, Input: []byte(input),
+		Thread: &store.Thread{Channel: m.channel, ThreadTS: m.threadTS, User: m.user, Team: m.team}, Input: []byte(input),
 		Idempotency: &store.IdempotencyKey{Scope: IdempotencyScope, Key: m.eventID}, Continues: continues})
 	switch {
 	case errors.Is(err, fault.FleetNotFound):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,12 +20,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
+	"github.com/agentsfleet/agentsfleet/shared/slack/slacktest"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -34,45 +35,26 @@ var ctx = context.Background()
 
 const secret = "test-signing-secret"
 
-// post is one chat.postMessage the fake Slack Web API received.
+// post is one chat.postMessage the fake Slack Web API took.
 type post struct {
 	Channel, ThreadTS, Text string
 }
 
-// fakeSlack is Slack's Web API on loopback, as far as chat.postMessage:
-// slack-go (through slack.WebPoster) is pointed at it with OptionAPIURL.
-type fakeSlack struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	posts []post
-}
+// fakeSlack is Slack's Web API on loopback (slacktest): slack-go, through
+// slack.WebPoster, is pointed at it.
+type fakeSlack struct{ *slacktest.Server }
 
-func newFakeSlack(t testing.TB) *fakeSlack {
-	f := &fakeSlack{}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		r.ParseForm()
-		if r.Header.Get("Authorization") != "Bearer xoxb-test-token" && r.PostForm.Get("token") != "xoxb-test-token" {
-			io.WriteString(w, `{"ok":false,"error":"invalid_auth"}`)
-			return
-		}
-		if r.URL.Path != "/api/chat.postMessage" {
-			io.WriteString(w, `{"ok":false,"error":"unknown_method"}`)
-			return
-		}
-		f.mu.Lock()
-		f.posts = append(f.posts, post{r.PostForm.Get("channel"), r.PostForm.Get("thread_ts"), r.PostForm.Get("text")})
-		f.mu.Unlock()
-		io.WriteString(w, `{"ok":true,"channel":"`+r.PostForm.Get("channel")+`","ts":"1796123500.000900","message":{"type":"message"}}`)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
+func newFakeSlack(t testing.TB) *fakeSlack { return &fakeSlack{slacktest.New(t, "xoxb-test-token")} }
 
+// Posts returns the chat.postMessage calls Slack took.
 func (f *fakeSlack) Posts() []post {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]post(nil), f.posts...)
+	var out []post
+	for _, c := range f.Calls() {
+		if c.Method == "chat.postMessage" && c.Error == "" {
+			out = append(out, post{c.Args["channel"], c.Args["thread_ts"], c.Args["text"]})
+		}
+	}
+	return out
 }
 
 // env is a Handler over a fresh table, its runner a function that records
@@ -100,8 +82,7 @@ func newEnv(t testing.TB, cfg func(*slack.Config)) *env {
 		e.invoked.Add(1)
 		return nil, nil
 	})
-	api := goslack.New("xoxb-test-token", goslack.OptionAPIURL(e.slack.srv.URL+"/api/"))
-	c := slack.Config{Store: e.store, Invoker: e.local, SigningSecret: secret, Post: slack.NewWebPoster(api),
+	c := slack.Config{Store: e.store, Invoker: e.local, SigningSecret: secret, Post: slack.NewWebPoster(e.slack.Client()),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if cfg != nil {
 		cfg(&c)
@@ -213,6 +194,16 @@ func (e *env) deliver(req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTT
 	return resp
 }
 
+// run reads a run whole (list pages leave out whom a run answers).
+func (e *env) run(id string) store.Run {
+	e.t.Helper()
+	r, err := e.store.GetRun(ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
 func (e *env) runs(fleetName string) []store.RunSummary {
 	e.t.Helper()
 	page, err := e.store.ListRuns(ctx, fleetName, "", 100)
@@ -308,9 +299,9 @@ func TestMentionStartsOneRun(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("five deliveries of one event started %d runs, want 1", len(runs))
 	}
-	run := runs[0]
-	if run.Source != store.SourceSlack || run.Thread == nil || *run.Thread != (store.Thread{Channel: channel, ThreadTS: threadTS}) {
-		t.Fatalf("run = %+v (thread %+v), want source slack in thread %s/%s", run, run.Thread, channel, threadTS)
+	run := e.run(runs[0].ID)
+	if run.Source != store.SourceSlack || run.Thread == nil || *run.Thread != (store.Thread{Channel: channel, ThreadTS: threadTS, User: "U0USER123", Team: "T0TEAM123"}) {
+		t.Fatalf("run = %+v (thread %+v), want source slack in thread %s/%s answering U0USER123 of T0TEAM123", run, run.Thread, channel, threadTS)
 	}
 	input, err := e.store.GetRunInput(ctx, run.ID)
 	if want := "why did last night's deploy of api & worker fail? see <logs>"; err != nil || string(input) != want {
@@ -441,7 +432,7 @@ func TestThreadReply(t *testing.T) {
 		t.Fatalf("after the reply ops has %d runs and dev %d, want 2 and 0", len(runs), len(e.runs("dev")))
 	}
 	second := runs[0] // newest first
-	if second.ID == first[0].ID || second.Thread == nil || *second.Thread != (store.Thread{Channel: channel, ThreadTS: threadTS}) {
+	if second.ID == first[0].ID || second.Thread == nil || *e.run(second.ID).Thread != (store.Thread{Channel: channel, ThreadTS: threadTS, User: "U0USER123", Team: "T0TEAM123"}) {
 		t.Fatalf("reply's run = %+v, want a new run in thread %s", second, threadTS)
 	}
 	if in, _ := e.store.GetRunInput(ctx, second.ID); string(in) != "and the staging one too" {
@@ -467,6 +458,45 @@ func TestThreadReply(t *testing.T) {
 	}))
 	if dm := e.runs("dev"); len(dm) != 1 || dm[0].Thread == nil || dm[0].Thread.Channel != "D0DIRECT1" {
 		t.Fatalf("direct messages: dev runs %+v, want one in D0DIRECT1", dm)
+	}
+}
+
+// A run answers the person whose message started it, of their own team:
+// the event's user_team in a channel shared with another workspace, else
+// its team, else the workspace the event came from.
+func TestRunRecordsWhomItAnswers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *slack.Config) { c.DefaultFleet = "ops" })
+	e.fleet("ops")
+	for i, tt := range []struct {
+		edit func(in map[string]any)
+		team string
+	}{
+		{func(in map[string]any) {}, "T0TEAM123"},
+		{func(in map[string]any) {
+			in["user"], in["user_team"], in["source_team"] = "U0GUEST01", "T0GUEST01", "T0TEAM123"
+		}, "T0GUEST01"},
+		{func(in map[string]any) { delete(in, "team") }, "T0TEAM123"}, // the callback's team_id
+	} {
+		id := fmt.Sprintf("Ev0WHO%04d", i)
+		e.deliver(edit(t, load(t, "app_mention.json"), func(o, in map[string]any) {
+			o["event_id"] = id
+			in["ts"], in["event_ts"] = fmt.Sprintf("1796123500.%06d", i), fmt.Sprintf("1796123500.%06d", i)
+			tt.edit(in)
+		}))
+		var got *store.Thread
+		for _, r := range e.runs("ops") {
+			if r.Thread != nil && r.Thread.ThreadTS == fmt.Sprintf("1796123500.%06d", i) {
+				got = e.run(r.ID).Thread
+			}
+		}
+		want := "U0USER123"
+		if i == 1 {
+			want = "U0GUEST01"
+		}
+		if got == nil || got.User != want || got.Team != tt.team {
+			t.Errorf("case %d: thread = %+v, want it to answer %s of %s", i, got, want, tt.team)
+		}
 	}
 }
 

@@ -67,10 +67,18 @@ func (s Status) Terminal() bool {
 // CanMove reports whether a run may move from status from to status to.
 func CanMove(from, to Status) bool { return slices.Contains(transitions[from], to) }
 
-// Thread is the Slack thread a run answers in.
+// Thread is the Slack thread a run answers in, and whom it answers: the
+// person whose message started the run (who mentioned the app, or replied in
+// the thread) and their team. Slack's chat.startStream wants both outside a
+// direct message (recipient_user_id and recipient_team_id); a thread
+// recorded without them gets its answer posted, not streamed. GetRun reads
+// User and Team; run list pages leave them empty, as the index they are read
+// from does not project them.
 type Thread struct {
 	Channel  string
 	ThreadTS string
+	User     string // Slack user id, U… or W…; may be empty
+	Team     string // the user's Slack team id, T…; may be empty
 }
 
 // Budget is a run's spending: its limits, or what it has used. In limits,
@@ -181,6 +189,8 @@ type runRecord struct {
 	Source     Source     `dynamodbav:"source"`
 	Channel    string     `dynamodbav:"channel,omitempty"`
 	ThreadTS   string     `dynamodbav:"threadTs,omitempty"`
+	SlackUser  string     `dynamodbav:"slackUser,omitempty"`
+	SlackTeam  string     `dynamodbav:"slackTeam,omitempty"`
 	ScheduleID string     `dynamodbav:"scheduleId,omitempty"`
 	Status     Status     `dynamodbav:"status"`
 	Reason     string     `dynamodbav:"reason,omitempty"`
@@ -213,7 +223,7 @@ func (r runRecord) summary() RunSummary {
 	sum := RunSummary{ID: r.ID, Fleet: r.Fleet, Revision: r.Rev, Source: r.Source, ScheduleID: r.ScheduleID,
 		Status: r.Status, CreatedAt: r.CreatedAt, StatusAt: r.StatusAt}
 	if r.ThreadTS != "" {
-		sum.Thread = &Thread{Channel: r.Channel, ThreadTS: r.ThreadTS}
+		sum.Thread = &Thread{Channel: r.Channel, ThreadTS: r.ThreadTS, User: r.SlackUser, Team: r.SlackTeam}
 	}
 	return sum
 }
@@ -360,6 +370,7 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 	}
 	if nr.Thread != nil {
 		rr.Channel, rr.ThreadTS = nr.Thread.Channel, nr.Thread.ThreadTS
+		rr.SlackUser, rr.SlackTeam = nr.Thread.User, nr.Thread.Team
 	}
 	ri, err := marshal(rr)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestCreateRun(t *testing.T) {
 	if _, err := e.PauseFleet(ctx, "paused"); err != nil {
 		t.Fatal(err)
 	}
-	thread := &store.Thread{Channel: "C1", ThreadTS: "1.2"}
+	thread := &store.Thread{Channel: "C1", ThreadTS: "1.2", User: "U042", Team: "T042"}
 	tests := []struct {
 		name string
 		nr   store.NewRun
@@ -60,7 +60,7 @@ func TestCreateRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("GetRun: %v", err)
 			}
-			if (got.Thread != nil) != (tt.nr.Thread != nil) || got.ScheduleID != tt.nr.ScheduleID {
+			if (got.Thread != nil) != (tt.nr.Thread != nil) || got.Thread != nil && *got.Thread != *tt.nr.Thread || got.ScheduleID != tt.nr.ScheduleID {
 				t.Fatalf("GetRun = thread %v schedule %q, want %v %q", got.Thread, got.ScheduleID, tt.nr.Thread, tt.nr.ScheduleID)
 			}
 			in, err := e.GetRunInput(ctx, r.ID)

@@ -9,8 +9,9 @@
 //   - a message line: posted as the runner made it (secrets replaced,
 //     mentions inert), within the runner's 12 seconds;
 //   - the answer: streamed into the thread (chat.startStream, appendStream,
-//     stopStream), posted plainly when streaming is refused, and uploaded
-//     as a file (the external upload flow) past MaxInline bytes;
+//     stopStream) to the person the run answers, posted plainly when
+//     streaming is refused or that person is not known, and uploaded as a
+//     file (the external upload flow) past MaxInline bytes;
 //   - a run that did not succeed: said in the thread, with why.
 //
 // The status message loses its Stop button once the run has ended. The ts
@@ -216,10 +217,25 @@ func (p *Poster) answer(ctx context.Context, req thread.Request) error {
 	return err
 }
 
-// stream sends text through chat.startStream, appendStream and stopStream.
+// errNoRecipient is why an answer is not streamed in a channel thread
+// whose run has no recipient recorded.
+var errNoRecipient = errors.New("the run names no recipient (user and team), which chat.startStream needs outside a direct message")
+
+// stream sends text through chat.startStream, appendStream and stopStream,
+// to the run's recipient (req.User of req.Team). Slack refuses a stream
+// without one outside a direct message (missing_recipient_team_id,
+// missing_recipient_user_id), so a request without one is not streamed
+// there.
 func (p *Poster) stream(ctx context.Context, req thread.Request, text string) error {
 	chunks := split(text, streamChunk)
-	_, ts, err := p.cfg.Slack.StartStreamContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionMarkdownText(chunks[0]))
+	opts := []slack.MsgOption{slack.MsgOptionTS(req.ThreadTS), slack.MsgOptionMarkdownText(chunks[0])}
+	switch {
+	case req.User != "" && req.Team != "":
+		opts = append(opts, slack.MsgOptionRecipientUserID(req.User), slack.MsgOptionRecipientTeamID(req.Team))
+	case !strings.HasPrefix(req.Channel, "D"): // Slack's DM ids start with D
+		return errNoRecipient
+	}
+	_, ts, err := p.cfg.Slack.StartStreamContext(ctx, req.Channel, opts...)
 	if err != nil {
 		return err
 	}

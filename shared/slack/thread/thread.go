@@ -44,6 +44,12 @@ type Request struct {
 	Fleet    string `json:"fleet"`
 	Channel  string `json:"channel"`
 	ThreadTS string `json:"thread_ts"`
+	// User and Team are whom the run answers: the person whose message
+	// started it and their team. The answer's stream goes to them, as
+	// chat.startStream wants outside a direct message (recipient_user_id,
+	// recipient_team_id). Empty for a run recorded without them.
+	User string `json:"user,omitempty"`
+	Team string `json:"team,omitempty"`
 	// Text is the line, the answer, or why the run ended as it did.
 	Text string `json:"text,omitempty"`
 	// Status is the run's final status (OpAnswer, OpEnded).
