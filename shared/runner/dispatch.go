@@ -162,7 +162,10 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	if err != nil {
 		return tool.Errorf("%s: no sandbox could be started for this run: %v", call.Name, err)
 	}
-	res, err := sb.Client.Call(client.WithAgent(ctx, x.agentID()), call.Name, call.Arguments, x.idempotencyKey(i, call))
+	// The fleet's tool timeout goes with every call: a pooled sandbox was
+	// started before the run, without it.
+	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agentID()), x.def.Limits.ToolTimeout())
+	res, err := sb.Client.Call(cctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
 		if note := x.takeFolderNote(); note != "" {

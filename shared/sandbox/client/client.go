@@ -41,6 +41,28 @@ func CallTimeoutFor(toolTimeout time.Duration) time.Duration {
 	return toolTimeout + CallMargin
 }
 
+// toolTimeoutKey is the context key of WithToolTimeout.
+type toolTimeoutKey struct{}
+
+// WithToolTimeout returns ctx saying that the calls made with it have the
+// fleet's tool timeout d (the Definition's tool_timeout_seconds): Call
+// sends it in wire.ToolTimeoutHeader, in whole seconds rounded up, and
+// sandboxd applies it to that call over its own (sandboxd --timeout),
+// which a pooled sandbox started before it knew the fleet cannot have.
+// Call is then bounded by CallTimeoutFor(d) rather than
+// Config.CallTimeout. d of zero or less sends none: the call has
+// sandboxd's own timeout. A d above wire.MaxToolTimeout is refused by
+// Call with ErrBadRequest before anything is sent.
+func WithToolTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, toolTimeoutKey{}, d)
+}
+
+// toolTimeoutFrom is the tool timeout WithToolTimeout put in ctx, or 0.
+func toolTimeoutFrom(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(toolTimeoutKey{}).(time.Duration)
+	return d
+}
+
 // Config configures a Client.
 type Config struct {
 	// URL is sandboxd's address, scheme://host:port with no path: https in
@@ -57,10 +79,12 @@ type Config struct {
 	// verifies https against the system roots.
 	Transport http.RoundTripper
 	// CallTimeout bounds one Call, from sending the request to the last
-	// byte of the answer. Zero means DefaultCallTimeout; a fleet with its
-	// own tool timeout wants CallTimeoutFor(that timeout). sandboxd stops
-	// the tool at the tool timeout itself, so the margin only has to cover
-	// the answer's way back.
+	// byte of the answer, when the call carries no tool timeout of its own
+	// (WithToolTimeout; one that does is bounded by CallTimeoutFor it).
+	// Zero means DefaultCallTimeout; a fleet with its own tool timeout
+	// wants CallTimeoutFor(that timeout). sandboxd stops the tool at the
+	// tool timeout itself, so the margin only has to cover the answer's
+	// way back.
 	CallTimeout time.Duration
 	// HealthTimeout bounds one Health. Zero means DefaultHealthTimeout.
 	HealthTimeout time.Duration
@@ -197,6 +221,9 @@ var (
 // args gets the first call's result, waiting for it if it still runs.
 // The key is the calling agent's: with WithAgent, ctx's agent is sent in
 // wire.AgentHeader, and another agent's call with the same key runs anew.
+// With WithToolTimeout, ctx's tool timeout is sent in
+// wire.ToolTimeoutHeader; it is part of the call, so a retry with the same
+// key must carry the same one.
 //
 // Call does not retry. Every error is a *Error, which matches one of the
 // sentinels, or ctx's error when ctx ended first. After ErrUnavailable or
@@ -204,9 +231,10 @@ var (
 // key; one without a key may have run or not. Arguments that are not a JSON object
 // (ErrBadRequest), a key that is not 1 to wire.MaxIdempotencyKey visible
 // ASCII characters (ErrBadRequest) and a name no tool can have
-// (ErrUnknownTool) are refused before anything is sent. The call, answer
-// included, is bounded by Config.CallTimeout; the answer by
-// wire.MaxAnswerBytes.
+// (ErrUnknownTool) are refused before anything is sent, and so is a tool
+// timeout above wire.MaxToolTimeout (ErrBadRequest). The call, answer
+// included, is bounded by Config.CallTimeout, or by CallTimeoutFor the
+// call's tool timeout when it has one; the answer by wire.MaxAnswerBytes.
 func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, idempotencyKey string) (tool.Result, error) {
 	op := op{c: c, name: "call", tool: name}
 	if !validToolName(name) {
@@ -228,7 +256,17 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 			return tool.Result{}, op.notSent(ErrBadRequest, "WithAgent: "+err.Error())
 		}
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, c.callTimeout, errCallTimeout)
+	callTimeout, toolTimeout := c.callTimeout, ""
+	if d := toolTimeoutFrom(ctx); d > 0 {
+		v, err := wire.ToolTimeoutValue(d)
+		if err != nil {
+			return tool.Result{}, op.notSent(ErrBadRequest, "WithToolTimeout: "+err.Error())
+		}
+		// Rounding d up to whole seconds adds less than a second, which
+		// CallMargin covers.
+		callTimeout, toolTimeout = CallTimeoutFor(d), v
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, callTimeout, errCallTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+wire.ToolPath(name), bytes.NewReader(args))
 	if err != nil {
@@ -243,9 +281,12 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 	if agent != "" {
 		req.Header.Set(wire.AgentHeader, agent)
 	}
+	if toolTimeout != "" {
+		req.Header.Set(wire.ToolTimeoutHeader, toolTimeout)
+	}
 	status, ctype, body, err := c.do(req)
 	if err != nil {
-		return tool.Result{}, op.noAnswer(ctx, status, err, c.callTimeout, errCallTimeout)
+		return tool.Result{}, op.noAnswer(ctx, status, err, callTimeout, errCallTimeout)
 	}
 	if status == http.StatusOK {
 		var res struct {

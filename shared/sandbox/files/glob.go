@@ -33,7 +33,8 @@ type Glob struct {
 var _ tool.Tool = (*Glob)(nil)
 
 // NewGlob returns the glob tool over roots. A search stops after timeout
-// (the fleet's tool_timeout_seconds; zero means no limit) and says so.
+// (the fleet's tool_timeout_seconds; zero means no limit), or after the
+// call's own (sandbox.WithToolTimeout), and says so.
 func NewGlob(roots *sandbox.Roots, timeout time.Duration) *Glob {
 	return &Glob{Def: sandbox.Glob, roots: roots, timeout: timeout}
 }
@@ -93,9 +94,10 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		return tool.Result{}, fmt.Errorf("glob: open %s: %w", rv.Real(), err)
 	}
 
-	if t.timeout > 0 {
+	timeout := sandbox.ToolTimeout(ctx, t.timeout) // the call's, else the tool's own
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.timeout, errToolTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 		defer cancel()
 	}
 	w := &globWalk{
@@ -125,9 +127,9 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		fmt.Fprintf(&b, "\n[results cut at %d paths: narrow the pattern or the path, or raise max_results (at most %d)]", limit, sandbox.GlobMaxResults)
 	case w.stopped != nil && context.Cause(ctx) == errToolTimeout:
 		if len(w.found) == 0 {
-			fmt.Fprintf(&b, "[no match found before glob stopped after the tool timeout of %s; narrow the path or the pattern]", seconds(t.timeout))
+			fmt.Fprintf(&b, "[no match found before glob stopped after the tool timeout of %s; narrow the path or the pattern]", seconds(timeout))
 		} else {
-			fmt.Fprintf(&b, "\n[glob stopped after the tool timeout of %s: these are the matches found so far; narrow the path or the pattern]", seconds(t.timeout))
+			fmt.Fprintf(&b, "\n[glob stopped after the tool timeout of %s: these are the matches found so far; narrow the path or the pattern]", seconds(timeout))
 		}
 	case w.stopped != nil:
 		if len(w.found) > 0 {

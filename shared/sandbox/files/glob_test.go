@@ -137,9 +137,16 @@ func TestGlobStopsAtTheTimeout(t *testing.T) {
 	res := run(t, files.NewGlob(f.roots, time.Nanosecond), map[string]any{"pattern": "*.go"})
 	wantText(t, res, "[no match found before glob stopped after the tool timeout of 1ns; narrow the path or the pattern]")
 
+	// The call's own tool timeout (a pooled sandboxd's call) wins over the
+	// tool's.
+	out, err := files.NewGlob(f.roots, time.Minute).Run(sandbox.WithToolTimeout(context.Background(), time.Nanosecond), []byte(`{"pattern":"*.go"}`))
+	if want := "[no match found before glob stopped after the tool timeout of 1ns; narrow the path or the pattern]"; err != nil || out.Output != want {
+		t.Fatalf("glob with the call's tool timeout of 1ns = %q, %v; want %q", out.Output, err, want)
+	}
+
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out, err := files.NewGlob(f.roots, time.Minute).Run(ctx, []byte(`{"pattern":"*.go"}`))
+	out, err = files.NewGlob(f.roots, time.Minute).Run(ctx, []byte(`{"pattern":"*.go"}`))
 	if err != nil || !strings.Contains(out.Output, "[glob stopped: context canceled]") {
 		t.Fatalf("cancelled glob = %q, %v; want a line saying it stopped", out.Output, err)
 	}

@@ -7,10 +7,13 @@
 //
 //	GET  /healthz           → 200, no token needed
 //	POST /v1/tools/{name}   Authorization: Bearer TOKEN, optional Idempotency-Key,
+//	                        optional X-Agentsfleet-Tool-Timeout (the fleet's
+//	                        tool timeout, for this call, over --timeout),
 //	                        body: the tool's JSON arguments
 //	                        → 200 {"output": "…", "is_error": false}
 //	                        → 401 missing or wrong token, 404 unknown tool,
-//	                          400 body not a JSON object or a bad key, 422
+//	                          400 body not a JSON object, a bad key or a bad
+//	                          tool timeout, 422
 //	                          Idempotency-Key reused for a different call,
 //	                          413 body too large, 500 the tool failed inside
 //	                          sandboxd

@@ -3,6 +3,7 @@ package server
 import (
 	"container/list"
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 	"time"
 
@@ -57,11 +58,14 @@ func newIdemCache(l IdempotencyLimits) *idemCache {
 	return &idemCache{limits: l.withDefaults(), entries: map[string]*idemEntry{}, order: list.New(), now: time.Now}
 }
 
-// fingerprint identifies a call: the tool and its exact arguments.
-func fingerprint(tool string, body []byte) [sha256.Size]byte {
+// fingerprint identifies a call: the tool, the tool timeout it asked for
+// (wire.ToolTimeoutHeader; 0 for none), which can change its result, and
+// its exact arguments.
+func fingerprint(tool string, timeout time.Duration, body []byte) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(timeout)))
 	h.Write(body)
 	var fp [sha256.Size]byte
 	h.Sum(fp[:0])

@@ -13,7 +13,7 @@ func TestIdemCacheBounds(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := newIdemCache(IdempotencyLimits{TTL: time.Minute, MaxEntries: 3, MaxBytes: 100})
 	c.now = func() time.Time { return now }
-	fp := fingerprint("bash", []byte(`{}`))
+	fp := fingerprint("bash", 0, []byte(`{}`))
 	claim := func(key string) *idemEntry {
 		t.Helper()
 		e, first, conflict := c.claim(key, fp)
@@ -35,8 +35,12 @@ func TestIdemCacheBounds(t *testing.T) {
 		t.Fatal("the running entry was evicted")
 	}
 	// Same key, different call.
-	if _, _, conflict := c.claim("b", fingerprint("bash", []byte(`{"x":1}`))); !conflict {
+	if _, _, conflict := c.claim("b", fingerprint("bash", 0, []byte(`{"x":1}`))); !conflict {
 		t.Fatal("a different call with key b was not a conflict")
+	}
+	// Same key and arguments, another tool timeout: another call too.
+	if _, _, conflict := c.claim("b", fingerprint("bash", time.Second, []byte(`{}`))); !conflict {
+		t.Fatal("a call with another tool timeout with key b was not a conflict")
 	}
 	a := claim("a") // evicted above, so new: b, now the oldest finished, goes
 	c.finish(a, tool.Text("a2"), false)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
@@ -159,6 +160,16 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	timeout, err := wire.ParseToolTimeout(r.Header.Values(wire.ToolTimeoutHeader))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// The call's own context: who makes it, and its tool timeout, which
+	// wins over the one the tools were built with (sandboxd --timeout).
+	callCtx := func(ctx context.Context) context.Context {
+		return sandbox.WithToolTimeout(session.WithAgent(ctx, agent), timeout)
+	}
 
 	key := r.Header.Get(wire.IdempotencyHeader)
 	if key == "" {
@@ -167,14 +178,14 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer context.AfterFunc(s.base, cancel)()
 		defer cancel()
-		s.respond(w, name, s.run(session.WithAgent(ctx, agent), tool, body), false)
+		s.respond(w, name, s.run(callCtx(ctx), tool, body), false)
 		return
 	}
 	if !wire.ValidIdempotencyKey(key) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("the %s header must be 1 to %d visible ASCII characters", wire.IdempotencyHeader, wire.MaxIdempotencyKey))
 		return
 	}
-	e, first, conflict := s.idem.claim(idemKey(agent, key), fingerprint(name, body))
+	e, first, conflict := s.idem.claim(idemKey(agent, key), fingerprint(name, timeout, body))
 	if conflict {
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the %s was already used for a different call", wire.IdempotencyHeader))
 		return
@@ -189,7 +200,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 			defer close(done)
 			defer s.detached.Done()
 			defer s.end()
-			out := s.run(session.WithAgent(s.base, agent), tool, body)
+			out := s.run(callCtx(s.base), tool, body)
 			s.idem.finish(e, out.res, out.err != nil)
 		}()
 		select {

@@ -28,7 +28,9 @@ const DefaultTimeout = wire.DefaultToolTimeout
 type Config struct {
 	Roots *sandbox.Roots
 	// Timeout is the fleet's tool_timeout_seconds: bash and grep are
-	// killed after it, glob stops. Zero means DefaultTimeout.
+	// killed after it, glob stops, exec_command and write_stdin answer by
+	// then. Zero means DefaultTimeout. A call's own (wire.ToolTimeoutHeader,
+	// sandbox.WithToolTimeout) wins over it, for that call.
 	Timeout time.Duration
 	// UID and GID are who commands run as when sandboxd runs as root
 	// (--user); zero means confine.NobodyID.
@@ -81,7 +83,7 @@ func Tools(cfg Config) []tool.Tool {
 	search.UncheckedReads = os.Getuid() == 0
 
 	// exec_command sessions live as long as the server (or one call).
-	sessions := session.NewManager(policy, cfg.Roots, session.Options{})
+	sessions := session.NewManager(policy, cfg.Roots, session.Options{ToolTimeout: timeout})
 
 	return append([]tool.Tool{
 		files.NewRead(cfg.Roots),

@@ -24,7 +24,8 @@ func (t *execCommand) Close() error { return t.m.Close() }
 // server finds it on the tool by type assertion.
 func (t *execCommand) CloseAgent(agent string) int { return t.m.CloseAgent(agent) }
 
-// Run starts the command and waits up to the yield time. It returns an
+// Run starts the command and waits up to the yield time, at most the
+// call's tool timeout (Manager.within). It returns an
 // error result for bad arguments, a workdir outside the roots, an unknown
 // shell or a command that cannot start; a Go error only when sandboxd
 // cannot make pipes or terminals, or is shutting down. The session belongs
@@ -34,7 +35,7 @@ func (t *execCommand) Run(ctx context.Context, args json.RawMessage) (tool.Resul
 	if !ok {
 		return res, nil
 	}
-	yield := yieldTime(p.YieldTimeMS, sandbox.DefaultExecYield, sandbox.MinYield)
+	yield := t.m.within(ctx, yieldTime(p.YieldTimeMS, sandbox.DefaultExecYield, sandbox.MinYield))
 	tokens := maxTokens(p.MaxOutputTokens)
 	dir, err := t.m.workdir(p.Workdir)
 	if err != nil {

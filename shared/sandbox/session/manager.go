@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -42,6 +43,12 @@ type Options struct {
 	// Shell is the shell used when the call names none: "" means
 	// /bin/bash if present, else /bin/sh.
 	Shell string
+	// ToolTimeout is the fleet's tool timeout: an exec_command or
+	// write_stdin call answers within it, yield_time_ms notwithstanding,
+	// and its session's process goes on. A call's own
+	// (sandbox.WithToolTimeout) wins over it. Zero means none beyond
+	// sandbox.MaxYield.
+	ToolTimeout time.Duration
 }
 
 // Manager owns the exec_command sessions of one sandbox. It is safe for
@@ -90,6 +97,16 @@ func (m *Manager) ExecCommand() tool.Tool { return &execCommand{Def: sandbox.Exe
 
 // WriteStdin returns the write_stdin tool.
 func (m *Manager) WriteStdin() tool.Tool { return &writeStdin{Def: sandbox.WriteStdin, m: m} }
+
+// within bounds d, a wait of the call made with ctx, by the call's tool
+// timeout (sandbox.ToolTimeout, Options.ToolTimeout when the call has
+// none of its own).
+func (m *Manager) within(ctx context.Context, d time.Duration) time.Duration {
+	if limit := sandbox.ToolTimeout(ctx, m.opts.ToolTimeout); limit > 0 {
+		return min(d, limit)
+	}
+	return d
+}
 
 // errClosed is a call after Close.
 var errClosed = errors.New("session manager closed: sandboxd is shutting down")

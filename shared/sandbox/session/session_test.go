@@ -364,6 +364,27 @@ func TestYieldIsClamped(t *testing.T) {
 	}
 }
 
+// The tool timeout bounds a call's wait, whatever yield_time_ms asks; the
+// call's own (sandbox.WithToolTimeout) wins over Options.ToolTimeout.
+func TestToolTimeoutBoundsTheWait(t *testing.T) {
+	t.Parallel()
+	m, _ := newManager(t, Options{ToolTimeout: time.Second})
+	r := call(t, m.ExecCommand(), map[string]any{"cmd": "sleep 30", "yield_time_ms": 20000})
+	if r.exited || r.id == 0 || r.wallSecs > 10 {
+		t.Fatalf("exec_command sleep 30 with a 1 s tool timeout: %q, want a running session within about 1 s", r.raw)
+	}
+	// An empty poll waits at least 5 s, but not past the tool timeout.
+	r = call(t, m.WriteStdin(), map[string]any{"session_id": r.id, "chars": ""})
+	if r.exited || r.wallSecs > 4 {
+		t.Fatalf("empty poll with a 1 s tool timeout: %q, want the session running after about 1 s", r.raw)
+	}
+	raw, _ := json.Marshal(map[string]any{"cmd": "sleep 3; echo done", "yield_time_ms": 20000})
+	res, err := m.ExecCommand().Run(sandbox.WithToolTimeout(context.Background(), 10*time.Second), raw)
+	if err != nil || !strings.Contains(res.Output, "Process exited with code 0") || !strings.HasSuffix(res.Output, "done\n") {
+		t.Fatalf("exec_command sleep 3 with the call's tool timeout of 10 s = %q, %v; want it done", res.Output, err)
+	}
+}
+
 // groupGone reports whether process group pgid has no member left.
 func groupGone(pgid int) bool {
 	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)

@@ -20,7 +20,8 @@ type writeStdin struct {
 // Close closes the Manager, as exec_command's Close does (it is idempotent).
 func (t *writeStdin) Close() error { return t.m.Close() }
 
-// Run writes chars to the session (none: a poll) and collects its output.
+// Run writes chars to the session (none: a poll) and collects its output,
+// within the call's tool timeout (Manager.within) once it has the session.
 // An unknown session, or a write to a closed input, is an error result
 // listing the live sessions.
 func (t *writeStdin) Run(ctx context.Context, args json.RawMessage) (tool.Result, error) {
@@ -32,7 +33,7 @@ func (t *writeStdin) Run(ctx context.Context, args json.RawMessage) (tool.Result
 	if p.Chars == "" {
 		def, lo = sandbox.MinEmptyPollYield, sandbox.MinEmptyPollYield
 	}
-	yield := yieldTime(p.YieldTimeMS, def, lo)
+	yield := t.m.within(ctx, yieldTime(p.YieldTimeMS, def, lo))
 	tokens := maxTokens(p.MaxOutputTokens)
 	id := int(p.SessionID)
 	s, why := t.m.lookup(id)
@@ -49,7 +50,7 @@ func (t *writeStdin) Run(ctx context.Context, args json.RawMessage) (tool.Result
 		if s.hasExited() {
 			return tool.Errorf("write_stdin: session %d has exited, so its stdin is closed; poll it with empty chars to read the rest of its output and its exit code", id), nil
 		}
-		if err := s.write(p.Chars, max(yield, 2*time.Second)); err != nil {
+		if err := s.write(p.Chars, t.m.within(ctx, max(yield, 2*time.Second))); err != nil {
 			if errors.Is(err, errStdinClosed) {
 				return tool.Errorf("write_stdin: the stdin of session %d is closed; poll it with empty chars to read its output. %s", id, t.m.liveList()), nil
 			}

@@ -34,7 +34,8 @@ var _ tool.Tool = (*Bash)(nil)
 
 // NewBash returns the bash tool: commands run in the workdir of roots under
 // policy, and are killed with their whole process group after timeout (the
-// fleet's tool_timeout_seconds; zero means no limit).
+// fleet's tool_timeout_seconds; zero means no limit), or after the call's
+// own (sandbox.WithToolTimeout).
 func NewBash(roots *sandbox.Roots, policy *confine.Policy, timeout time.Duration) *Bash {
 	return &Bash{Def: sandbox.Bash, roots: roots, policy: policy, timeout: timeout}
 }
@@ -77,9 +78,10 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		close(copied)
 	}()
 
-	if t.timeout > 0 {
+	timeout := sandbox.ToolTimeout(ctx, t.timeout) // the call's, else the tool's own
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.timeout, errToolTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 		defer cancel()
 	}
 	var stopped error
@@ -99,7 +101,7 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	}
 	if stopped != nil {
 		if context.Cause(ctx) == errToolTimeout {
-			return tool.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(t.timeout)), nil
+			return tool.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(timeout)), nil
 		}
 		return tool.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
 	}

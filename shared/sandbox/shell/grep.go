@@ -54,7 +54,8 @@ type Grep struct {
 var _ tool.Tool = (*Grep)(nil)
 
 // NewGrep returns the grep tool over roots, running its search under policy
-// and killing it after timeout (zero means no limit).
+// and killing it after timeout (zero means no limit), or after the call's
+// own (sandbox.WithToolTimeout).
 func NewGrep(roots *sandbox.Roots, policy *confine.Policy, timeout time.Duration) *Grep {
 	return &Grep{Def: sandbox.Grep, roots: roots, policy: policy, timeout: timeout, RG: Ripgrep()}
 }
@@ -119,9 +120,10 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		close(stderrDone)
 	}()
 
-	if t.timeout > 0 {
+	timeout := sandbox.ToolTimeout(ctx, t.timeout) // the call's, else the tool's own
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, t.timeout, errToolTimeout)
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
 		defer cancel()
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -141,7 +143,7 @@ func (t *Grep) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	if ctx.Err() != nil {
 		note := fmt.Sprintf("[grep stopped before it finished (%v): results may be incomplete]", context.Cause(ctx))
 		if context.Cause(ctx) == errToolTimeout {
-			note = fmt.Sprintf("[grep stopped after the tool timeout of %s: results may be incomplete; narrow the path or the pattern]", seconds(t.timeout))
+			note = fmt.Sprintf("[grep stopped after the tool timeout of %s: results may be incomplete; narrow the path or the pattern]", seconds(timeout))
 		}
 		if len(lines) == 0 {
 			return tool.Errorf("grep: %s", strings.Trim(note, "[]")), nil

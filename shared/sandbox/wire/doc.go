@@ -9,9 +9,11 @@
 //	GET  /healthz           → 200 {"status": "ok"}, no token needed
 //	POST /v1/tools/{name}   Authorization: Bearer TOKEN
 //	                        Idempotency-Key: KEY (optional)
+//	                        X-Agentsfleet-Tool-Timeout: SECONDS (optional)
 //	                        body: the tool's arguments, one JSON object
 //	                        → 200 {"output": "…", "is_error": false} (a tool.Result)
 //	                        → 400 the body is not a JSON object, or a bad Idempotency-Key
+//	                          or X-Agentsfleet-Tool-Timeout
 //	                        → 401 missing or wrong token
 //	                        → 404 unknown tool
 //	                        → 413 body larger than MaxBodyBytes
@@ -28,12 +30,17 @@
 // the same tool and arguments gets the first call's result (waiting for it
 // if it still runs), even from another connection, so a caller that lost
 // the answer may retry. The key is then bound to that call: the same key
-// with another tool or other arguments gets 422. A call whose tool failed
-// (500) is forgotten, so its retry runs it again.
+// with another tool, other arguments or another tool timeout gets 422. A
+// call whose tool failed (500) is forgotten, so its retry runs it again.
 //
-// sandboxd stops every tool at the fleet's tool timeout (sandboxd
-// --timeout, DefaultToolTimeout when the fleet sets none), so an answer
-// comes within that time and a little more.
+// sandboxd answers every call within the call's tool timeout and a little
+// more: the tools that could run longer stop at it. The call's tool
+// timeout is the fleet's tool_timeout_seconds, sent in ToolTimeoutHeader
+// (1 to 3600 whole seconds; a bad value answers 400). It wins over
+// sandboxd's own, shorter or longer, because a pooled sandboxd starts
+// before it knows the fleet; without the header a call has sandboxd's own
+// (sandboxd --timeout, DefaultToolTimeout when not given). The comment
+// above ToolTimeoutHeader states the rule in full.
 //
 // Security boundary: the bearer token is the only credential; sandboxd
 // serve reads it from TokenEnv. Plain HTTP is for loopback and tests; in
