@@ -65,7 +65,8 @@ type Config struct {
 	// screenshot); without one a Definition allowing them is refused.
 	Display bool
 	// Lease is how long a runner holds a run between renewals; 0 means
-	// 2 minutes. It is renewed every third of it.
+	// DefaultLease (2 minutes; LeaseFromEnv reads it). It is renewed every
+	// third of it.
 	Lease time.Duration
 	// Margin is how long before the invocation's deadline the runner stops
 	// starting steps and re-invokes itself; 0 means 60 seconds more than
@@ -130,7 +131,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errors.New("runner: no invoker")
 	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 2 * time.Minute
+		cfg.Lease = DefaultLease
 	}
 	if cfg.ContextTokens <= 0 {
 		cfg.ContextTokens = 200_000
@@ -179,15 +180,18 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	st := r.cfg.Store
 	var run store.Run
 	var child *store.Child
-	var err error
-	lapsed, err := r.awaitLease(ctx, runID, childID, func() (err error) {
+	// lapsed is the holder whose lease ran out unrenewed, when this
+	// invocation took it over from one that died holding it.
+	var lapsed string
+	err := r.awaitLease(ctx, func() (err error) {
 		if childID == "" {
 			run, err = st.AcquireLease(ctx, runID, holder, r.cfg.Lease)
+			lapsed = run.LapsedHolder
 			return err
 		}
 		c, err := st.AcquireChildLease(ctx, runID, childID, holder, r.cfg.Lease)
 		if err == nil {
-			child = &c
+			child, lapsed = &c, c.LapsedHolder
 			run, err = st.GetRun(ctx, runID)
 		}
 		return err
@@ -200,8 +204,16 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 		return fmt.Errorf("runner: %w", err)
 	}
 	takeovers := 0
-	if lapsed != "" && child == nil {
-		if takeovers, err = st.NoteTakeover(ctx, runID, holder); err != nil {
+	if lapsed != "" {
+		// Lambda's retry of an invocation that died, or the sweep's
+		// re-invocation (schedule/keeper, Keeper.Sweep): counted alike.
+		r.log.Warn("took over a lease that lapsed", "run_id", runID, "child_id", childID, "lapsed_holder", lapsed)
+		if child == nil {
+			takeovers, err = st.NoteTakeover(ctx, runID, holder)
+		} else {
+			takeovers, err = st.NoteChildTakeover(ctx, runID, childID, holder)
+		}
+		if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}
 	}
@@ -249,9 +261,14 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 	if takeovers >= maxTakeovers {
 		// Killed again and again at some point of the run (memory, most
 		// likely): Lambda retries an invocation twice, and a run left to a
-		// last one that is killed too would stay running for ever.
+		// last one that is killed too would stay running for ever. A child
+		// fails the same way, and its parent hears why.
+		what := "run"
+		if child != nil {
+			what = "child agent"
+		}
 		return x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeStopped, Message: fmt.Sprintf(
-			"the runner was stopped %d times without handing the run over (killed for memory or time: the runner function's logs say which); the run cannot go on", takeovers)})
+			"the runner was stopped %d times without handing the %s over (killed for memory or time: the runner function's logs say which); the %s cannot go on", takeovers, what, what)})
 	}
 	x.stop = cancel
 	if err := x.loop(ctx); !errors.Is(err, errHandedOver) && !errors.Is(err, errChildGone) {
@@ -294,46 +311,39 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 // running forever. A holder that renews meanwhile, or another that takes
 // the lease, is alive: acquire's fault.RunLeaseHeld is returned and the
 // run left to it, as it is at once for a fresh lease, or one that would
-// lapse past ctx's deadline.
-//
-// lapsed is the dead holder when the lease was taken over from one after
-// it lapsed ("" when it was free or released).
-func (r *Runner) awaitLease(ctx context.Context, runID, childID string, acquire func() error) (lapsed string, err error) {
-	err = acquire()
+// lapse past ctx's deadline. (A lease that has already run out is taken
+// by the first acquire; the store says whose it was, for the count.)
+func (r *Runner) awaitLease(ctx context.Context, acquire func() error) error {
+	err := acquire()
 	var held *store.LeaseHeld
 	if !errors.As(err, &held) || time.Until(held.Until) > r.cfg.Lease*2/3-r.cfg.Lease/12 {
-		return "", err
+		return err
 	}
 	first := *held
 	for {
 		wait := time.Until(held.Until) + leasePoll/10
 		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
-			return "", err
+			return err
 		}
 		// Poll: a holder that hands over releases the lease before it
 		// lapses, and the run need not wait for the lapse then.
 		select {
 		case <-ctx.Done():
-			return "", err
+			return err
 		case <-time.After(min(wait, leasePoll)):
 		}
 		if err = acquire(); !errors.As(err, &held) {
-			if err == nil && !time.Now().Before(first.Until) {
-				r.log.Warn("took over a run whose lease lapsed", "run_id", runID, "child_id", childID,
-					"lapsed_holder", first.Holder, "lapsed_at", first.Until)
-				return first.Holder, nil
-			}
-			return "", err // released by its holder, or the store failing
+			return err // taken (lapsed or released), or the store failing
 		}
 		if held.Holder != first.Holder || held.Until.After(first.Until) {
-			return "", err // renewed, or taken by another: alive
+			return err // renewed, or taken by another: alive
 		}
 	}
 }
 
-// maxTakeovers is how many times a run's lease may be taken over from a
-// dead invocation before the run fails: with Lambda's two retries of an
-// invocation, the second takeover is the last chance the run would get.
+// maxTakeovers is how many times a run's (or a child's) lease may be taken
+// over from a dead invocation before it fails: with Lambda's two retries
+// of an invocation, the second takeover is the last chance it would get.
 const maxTakeovers = 2
 
 // leasePoll is how often awaitLease tries a lapsing lease again.
