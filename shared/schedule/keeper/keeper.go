@@ -43,6 +43,12 @@ type Config struct {
 	// agentsfleet that reads them). Nil: messages are saved as given, for
 	// tests and callers without secrets.
 	Scrub func(ctx context.Context, fleet string, text string) (string, error)
+	// SweepGrace is how long a run or child agent may go without a holder
+	// before Sweep re-invokes it (AGENTSFLEET_SWEEP_GRACE_SECONDS,
+	// SweepFromEnv); 0 means DefaultSweepGrace. SweepLimit is how many one
+	// sweep re-invokes at most; 0 means store.DefaultLapsedLimit.
+	SweepGrace time.Duration
+	SweepLimit int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Log receives firings, skips and removals; nil means slog.Default().
@@ -57,6 +63,9 @@ type Keeper struct {
 	scrub func(ctx context.Context, fleet string, text string) (string, error)
 	now   func() time.Time
 	log   *slog.Logger
+	// The sweep's grace and page limit (Config.SweepGrace, SweepLimit).
+	sweepGrace time.Duration
+	sweepLimit int
 }
 
 // New returns a Keeper over cfg.
@@ -69,7 +78,11 @@ func New(cfg Config) (*Keeper, error) {
 	case cfg.Invoker == nil:
 		return nil, errors.New("schedule keeper: no invoker")
 	}
-	k := &Keeper{st: cfg.Store, sched: cfg.Scheduler, inv: cfg.Invoker, scrub: cfg.Scrub, now: cfg.Now, log: cfg.Log}
+	k := &Keeper{st: cfg.Store, sched: cfg.Scheduler, inv: cfg.Invoker, scrub: cfg.Scrub, now: cfg.Now, log: cfg.Log,
+		sweepGrace: cfg.SweepGrace, sweepLimit: cfg.SweepLimit}
+	if k.sweepGrace <= 0 {
+		k.sweepGrace = DefaultSweepGrace
+	}
 	if k.now == nil {
 		k.now = time.Now
 	}
@@ -435,7 +448,17 @@ func (k *Keeper) scheduledTime(ctx context.Context, p eventbridge.Payload) time.
 //
 // It returns an error only for a payload it cannot read or an environment
 // failing (Scheduler then retries, which the key makes safe).
+//
+// The sweep schedule's eventbridge.SweepPayload ({"kind": "sweep"}) is a
+// sweep instead: see Sweep.
 func (k *Keeper) Fire(ctx context.Context, payload []byte) error {
+	if sp, ok, err := eventbridge.ParseSweep(payload); ok || err != nil {
+		if err != nil {
+			return err
+		}
+		_, err = k.Sweep(ctx, sp.Grace(k.sweepGrace))
+		return err
+	}
 	p, err := eventbridge.ParsePayload(payload)
 	if err != nil {
 		return err
