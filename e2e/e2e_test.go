@@ -163,7 +163,7 @@ func TestProductEndToEnd(t *testing.T) {
 		"AGENTSFLEET_MODEL":                "e2e-model",
 		"AGENTSFLEET_SLACK_SIGNING_SECRET": signing,
 		"AGENTSFLEET_SLACK_BOT_TOKEN":      botToken,
-		"AGENTSFLEET_SLACK_API_URL":        slackAPI.URL + "/api/",
+		"AGENTSFLEET_SLACK_API_URL":        slackAPI.APIURL(),
 		"AGENTSFLEET_TEST_ALLOW_ADDR":      strings.TrimPrefix(web.URL, "http://"),
 	})
 
@@ -272,15 +272,20 @@ func TestProductEndToEnd(t *testing.T) {
 	}
 
 	// The thread, as the Slack fake saw it: the message line, the plan and
-	// the answer, all in the mention's thread, with the bot token.
+	// the answer, all in the mention's thread, with the bot token; the
+	// answer streamed to the person who mentioned the app, of the event's
+	// team; nothing Slack would have refused.
 	for _, s := range []string{lineText, "tidy notes.txt", finalReply} {
 		if !slackAPI.said(channel, mentionTS, s) {
 			posts, methods := slackAPI.seen()
 			t.Errorf("the Slack thread never showed %q; methods %v, posts %+v", s, methods, posts)
 		}
 	}
-	if len(slackAPI.bad) > 0 {
-		t.Errorf("Slack calls without the token: %v", slackAPI.bad)
+	if m, ok := slackAPI.streamed(channel, mentionTS); !ok || m.Text != finalReply || m.Streaming || m.Recipient != "U0PERSON" || m.RecipientTeam != "T0E2E" {
+		t.Errorf("the answer's stream = %+v (%v), want %q streamed whole to U0PERSON of T0E2E", m, ok, finalReply)
+	}
+	if r := slackAPI.Refused(); len(r) > 0 {
+		t.Errorf("Slack would have refused %v", r)
 	}
 
 	// The three things dev printed to try, run as printed (from the

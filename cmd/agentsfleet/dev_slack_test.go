@@ -4,42 +4,28 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentsfleet/agentsfleet/shared/slack"
+	"github.com/agentsfleet/agentsfleet/shared/slack/slacktest"
 )
 
 // TestDevSlackThread drives `agentsfleet dev` through Slack's edge only: a
 // signed app_mention (the payload of events/slack) reaches /slack/events on
-// dev's port, and the thread, as a local fake of the Slack Web API sees it,
-// shows the run working and then its answer.
+// dev's port, and the thread, as a local fake of the Slack Web API sees it
+// (slacktest, refusing what Slack refuses), shows the run working and then
+// its answer streamed to the person who asked.
 func TestDevSlackThread(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var seen []string // method: text
-	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.ParseMultipartForm(1 << 20)
-		r.ParseForm()
-		method := strings.TrimPrefix(r.URL.Path, "/api/")
-		mu.Lock()
-		seen = append(seen, method+": "+r.Form.Get("text")+r.Form.Get("markdown_text"))
-		n := len(seen)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"ok": true, "channel": %q, "ts": "1796123400.%06d"}`, r.Form.Get("channel"), n)
-	}))
-	defer fake.Close()
+	fake := slacktest.New(t, "xoxb-test")
 
 	const signing = "8f742231b10e8888abcd99yyyzzz85a5"
 	ctx, cancel := context.WithCancel(context.Background())
@@ -50,7 +36,7 @@ func TestDevSlackThread(t *testing.T) {
 		done <- dev(ctx, []string{"--workdir", openDir(t), "--state", t.TempDir(), "--table", "dev-slack"}, pw, io.Discard,
 			runEnv(map[string]string{"AGENTSFLEET_ADDR": "127.0.0.1:0", "AGENTSFLEET_SANDBOX_WARM": "small=0",
 				"AGENTSFLEET_SLACK_SIGNING_SECRET": signing, "AGENTSFLEET_SLACK_BOT_TOKEN": "xoxb-test",
-				"AGENTSFLEET_SLACK_API_URL": fake.URL + "/api/", "AGENTSFLEET_SLACK_DEFAULT_FLEET": "minimal"}))
+				"AGENTSFLEET_SLACK_API_URL": fake.APIURL(), "AGENTSFLEET_SLACK_DEFAULT_FLEET": "minimal"}))
 		pw.Close()
 	}()
 	var base string
@@ -99,16 +85,34 @@ func TestDevSlackThread(t *testing.T) {
 	}
 	bad.Body.Close()
 
+	// The answer streams to the person who mentioned the app (the event's
+	// user, of its team), as Slack wants in a channel, and nothing Slack
+	// would refuse is sent.
+	var answer slacktest.Message
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		mu.Lock()
-		all := strings.Join(seen, "\n")
-		mu.Unlock()
-		if strings.Contains(all, "Working on it") && strings.Contains(all, "chat.update: Done.") {
+		var status string
+		answer = slacktest.Message{}
+		for _, m := range fake.Messages() {
+			if strings.HasPrefix(m.Text, "Working on it") || m.Text == "Done." {
+				status = m.Text
+			}
+			if m.Streamed {
+				answer = m
+			}
+		}
+		if status == "Done." && answer.Streamed && !answer.Streaming {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the thread never showed the run working and answered:\n%s", all)
+			t.Fatalf("the thread never showed the run working and its answer streamed: messages %+v, calls %v, refused %v",
+				fake.Messages(), fake.Methods(), fake.Refused())
 		}
+	}
+	if answer.Channel != "C0123ABCD" || answer.ThreadTS != "1796123395.000100" || answer.Recipient != "U0USER123" || answer.RecipientTeam != "T0TEAM123" || answer.Text == "" {
+		t.Fatalf("the answer = %+v, want it streamed in the mention's thread to U0USER123 of T0TEAM123", answer)
+	}
+	if r := fake.Refused(); len(r) > 0 {
+		t.Fatalf("Slack would have refused %v", r)
 	}
 	cancel()
 	if err := <-done; err != nil {
