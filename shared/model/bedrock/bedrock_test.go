@@ -184,12 +184,85 @@ func TestConverseFillsBlanks(t *testing.T) {
 		"messages": [
 			{"role": "user", "content": [{"text": "Run it."}]},
 			{"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "bash", "input": {"command": "true"}}}]},
-			{"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "(no output)"}], "status": "success"}}]},
+			{"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "(no output)"}]}}]},
 			{"role": "assistant", "content": [{"text": "(empty)"}]},
 			{"role": "user", "content": [{"text": "And?"}]}
 		],
 		"toolConfig": {"tools": [{"toolSpec": {"name": "bash", "inputSchema": {"json": {"type": "object", "properties": {"command": {"type": "string"}}}}}}]}
 	}`))
+}
+
+// A tool result's status goes to the models Bedrock takes it from (Claude 3
+// and 4, Nova, by id, profile id or ARN); the others refuse it, and get a
+// failed result marked in its text instead.
+func TestToolResultStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		model  string
+		status bool
+	}{
+		{"anthropic.claude-3-haiku-20240307-v1:0", true},
+		{"us.anthropic.claude-sonnet-4-20250514-v1:0", true},
+		{"global.anthropic.claude-haiku-4-5-20251001-v1:0", true},
+		{profileARN, true},
+		{"arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-3-5-sonnet-20240620-v1:0", true},
+		{"amazon.nova-pro-v1:0", true},
+		{"us.amazon.nova-lite-v1:0", true},
+		{"meta.llama3-1-70b-instruct-v1:0", false},
+		{"us.meta.llama4-maverick-17b-instruct-v1:0", false},
+		{"mistral.mistral-large-2407-v1:0", false},
+		{"cohere.command-r-plus-v1:0", false},
+		{"us.writer.palmyra-x5-v1:0", false},
+		{"openai.gpt-oss-120b-1:0", false},
+		{"arn:aws:bedrock:us-west-2:123456789012:application-inference-profile/a1b2c3d4e5f6", false}, // says nothing of its model
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			t.Parallel()
+			f, m := newFake(t, reply{frames: textAnswer("Read it.")})
+			_, err := m.Converse(context.Background(), model.Request{
+				Model: tt.model,
+				Messages: []model.Message{
+					user("Read a.txt and b.txt."),
+					{Role: model.Assistant, Content: []model.Part{
+						{ToolCall: &model.ToolCall{ID: "tooluse_a1", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)}},
+						{ToolCall: &model.ToolCall{ID: "tooluse_b2", Name: "read", Arguments: json.RawMessage(`{"path":"b.txt"}`)}},
+					}},
+					{Role: model.User, Content: []model.Part{
+						{ToolResult: &model.ToolResult{CallID: "tooluse_a1", Name: "read", Output: "hello"}},
+						{ToolResult: &model.ToolResult{CallID: "tooluse_b2", Name: "read", Output: "no such file", IsError: true}},
+					}},
+				},
+				Tools: []model.Tool{{Name: "read", Schema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
+			})
+			if err != nil {
+				t.Fatalf("Converse: %v", err)
+			}
+			var body struct {
+				Messages []struct {
+					Content []struct {
+						ToolResult *struct {
+							Status  string `json:"status"`
+							Content []struct {
+								Text string `json:"text"`
+							} `json:"content"`
+						} `json:"toolResult"`
+					} `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(f.only().body, &body); err != nil {
+				t.Fatal(err)
+			}
+			ok, failed := body.Messages[2].Content[0].ToolResult, body.Messages[2].Content[1].ToolResult
+			wantOK, wantFailed, wantText := "", "", "Error: no such file"
+			if tt.status {
+				wantOK, wantFailed, wantText = "success", "error", "no such file"
+			}
+			if ok.Status != wantOK || failed.Status != wantFailed || failed.Content[0].Text != wantText || ok.Content[0].Text != "hello" {
+				t.Errorf("results = %+v and %+v, want status %q and %q, the failed one's text %q", ok, failed, wantOK, wantFailed, wantText)
+			}
+		})
+	}
 }
 
 func TestConverseSendsSystemAndTools(t *testing.T) {

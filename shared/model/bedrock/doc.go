@@ -5,9 +5,9 @@
 //
 // A Request becomes one ConverseStream call: the system prompt as a system
 // text block, the conversation as user and assistant messages of text,
-// toolUse and toolResult blocks (a result's status is "error" or
-// "success"), the tools as toolConfig.tools[].toolSpec with their JSON
-// schemas, and MaxTokens (DefaultMaxTokens when 0) as inferenceConfig.
+// toolUse and toolResult blocks, the tools as toolConfig.tools[].toolSpec
+// with their JSON schemas, and MaxTokens (DefaultMaxTokens when 0) as
+// inferenceConfig.
 // Request.Model is the model id, inference profile id or ARN, sent in the
 // URL path. Bedrock refuses blank text anywhere, which would fail every
 // later call of the conversation too, so blank text parts are left out and
@@ -17,11 +17,17 @@
 // and the stop reason and token usage close the Response. Reasoning and
 // citation blocks are dropped.
 //
-// Bedrock's own rules a caller should know: while the conversation holds
+// A tool result's status ("success" or "error") goes only to the models
+// that take it: Bedrock's ToolResultBlock reference says it "is only
+// supported by Amazon Nova and Anthropic Claude 3 and 4 models", and the
+// others refuse it. The model id says which (anthropic.claude-…,
+// amazon.nova-…, in a profile id or ARN too); for any other model, and an
+// id that does not say (an application inference profile's ARN), no status
+// is sent and a failed tool's output starts with "Error: ".
+//
+// Bedrock's own rule a caller should know: while the conversation holds
 // tool calls or results, the request must declare tools (Bedrock answers a
-// ValidationException otherwise), and a tool result's status is accepted
-// only by the models that support it (Anthropic Claude 3 and later, Amazon
-// Nova).
+// ValidationException otherwise).
 //
 // The SDK's own retries are off: every failure is a *model.Error, Retryable
 // for throttling, overload, server errors, model timeouts and broken

@@ -3,10 +3,12 @@ package bedrock_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,8 @@ import (
 // fake is a local Bedrock runtime endpoint: it answers
 // POST /model/{modelId}/converse-stream with the next of its replies,
 // framed with the SDK's own event-stream encoder, and keeps what each
-// request carried.
+// request carried. A request Bedrock would refuse (refusal) it answers as
+// Bedrock does, 400 ValidationException, without using a reply.
 type fake struct {
 	t   *testing.T
 	srv *httptest.Server
@@ -174,6 +177,14 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 
 	f.mu.Lock()
 	f.received = append(f.received, received{modelID: r.PathValue("modelId"), header: r.Header.Clone(), body: body})
+	if msg := refusal(r.PathValue("modelId"), body); msg != "" {
+		f.mu.Unlock()
+		w.Header().Set("X-Amzn-ErrorType", "ValidationException")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"message": msg})
+		return
+	}
 	if len(f.replies) == 0 {
 		f.mu.Unlock()
 		f.t.Errorf("fake: request %d has no reply", len(f.received))
@@ -239,6 +250,74 @@ func (f *fake) checkRequest(r *http.Request, body []byte) {
 	if !json.Valid(body) {
 		f.t.Errorf("fake: body is not JSON: %s", body)
 	}
+}
+
+// statusModels are the models whose tool results may carry a status:
+// "This field is only supported by Amazon Nova and Anthropic Claude 3 and 4
+// models" (Bedrock API reference, ToolResultBlock).
+var statusModels = regexp.MustCompile(`amazon\.nova-|anthropic\.claude-(3|[a-z]+-4)`)
+
+// refusal is the ValidationException Bedrock answers a ConverseStream body
+// with, "" for one it takes. The rules are Bedrock's (API reference and its
+// answers): the conversation starts with a user message and alternates, no
+// message is empty, no text block is blank, toolUse and toolResult blocks
+// need toolConfig, a toolResult's status only for the models above, and an
+// error result has content.
+func refusal(modelID string, body []byte) string {
+	var req struct {
+		Messages []struct {
+			Role    string                       `json:"role"`
+			Content []map[string]json.RawMessage `json:"content"`
+		} `json:"messages"`
+		ToolConfig json.RawMessage `json:"toolConfig"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "Malformed input request: " + err.Error()
+	}
+	tools := false
+	for i, m := range req.Messages {
+		switch {
+		case i == 0 && m.Role != "user":
+			return "A conversation must start with a user message. Try again with a conversation that starts with a user message."
+		case i > 0 && m.Role == req.Messages[i-1].Role:
+			return "A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again."
+		case len(m.Content) == 0:
+			return fmt.Sprintf("The content field in the Message object at messages.%d is empty. Add a ContentBlock object to the content field and try again.", i)
+		}
+		for j, block := range m.Content {
+			if raw, ok := block["text"]; ok {
+				var text string
+				json.Unmarshal(raw, &text)
+				if strings.TrimSpace(text) == "" {
+					return fmt.Sprintf("The text field in the ContentBlock object at messages.%d.content.%d is blank. Add text to the text field, and try again.", i, j)
+				}
+			}
+			if _, ok := block["toolUse"]; ok {
+				tools = true
+			}
+			raw, ok := block["toolResult"]
+			if !ok {
+				continue
+			}
+			tools = true
+			var res struct {
+				Status  *string           `json:"status"`
+				Content []json.RawMessage `json:"content"`
+			}
+			json.Unmarshal(raw, &res)
+			if res.Status != nil && !statusModels.MatchString(modelID) {
+				// The rule is the reference's; these words are the fake's.
+				return fmt.Sprintf("The model %s does not support the status field of toolResult at messages.%d.content.%d. Remove it and try again.", modelID, i, j)
+			}
+			if res.Status != nil && *res.Status == "error" && len(res.Content) == 0 {
+				return fmt.Sprintf("The content field at messages.%d.content.%d.toolResult cannot be empty when status value is error.", i, j)
+			}
+		}
+	}
+	if tools && len(req.ToolConfig) == 0 {
+		return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+	}
+	return ""
 }
 
 // requests returns what the fake has received so far.

@@ -34,8 +34,9 @@ func converseInput(req model.Request) (*bedrockruntime.ConverseStreamInput, erro
 	if req.System != "" {
 		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
 	}
+	status := toolResultStatus(req.Model)
 	for i, msg := range req.Messages {
-		m, err := message(msg)
+		m, err := message(msg, status)
 		if err != nil {
 			return nil, requestError(fmt.Sprintf("message %d: %v", i, err))
 		}
@@ -75,8 +76,34 @@ const (
 	emptyOutput  = "(no output)"
 )
 
-// message translates one turn.
-func message(msg model.Message) (types.Message, error) {
+// errorPrefix marks a failed tool's output for a model that takes no
+// status: the model learns it from the text.
+const errorPrefix = "Error: "
+
+// toolResultStatus reports whether a tool result sent to modelID may carry
+// its status. Bedrock's ToolResultBlock reference says the field "is only
+// supported by Amazon Nova and Anthropic Claude 3 and 4 models", and other
+// models refuse it. A model id, inference profile id or its ARN names the
+// family (anthropic.claude-…, us.amazon.nova-…, …/inference-profile/
+// global.anthropic.claude-…); an application inference profile's or a
+// provisioned model's ARN does not, and gets no status, which every model
+// takes.
+func toolResultStatus(modelID string) bool {
+	id := strings.ToLower(modelID)
+	switch {
+	case strings.Contains(id, "amazon.nova"):
+		return true
+	case strings.Contains(id, "anthropic.claude"):
+		// Claude 2 and Instant predate tool use and the status.
+		return !strings.Contains(id, "claude-v2") && !strings.Contains(id, "claude-instant")
+	}
+	return false
+}
+
+// message translates one turn. With status, a tool result carries its
+// status (success or error); without, a failed one's output starts with
+// errorPrefix instead.
+func message(msg model.Message, status bool) (types.Message, error) {
 	var out types.Message
 	switch msg.Role {
 	case model.User:
@@ -103,18 +130,23 @@ func message(msg model.Message) (types.Message, error) {
 				Input:     doc,
 			}})
 		case p.ToolResult != nil:
-			status := types.ToolResultStatusSuccess
-			if p.ToolResult.IsError {
-				status = types.ToolResultStatusError
-			}
 			output := p.ToolResult.Output
 			if strings.TrimSpace(output) == "" {
 				output = emptyOutput
 			}
+			var st types.ToolResultStatus // none: not sent
+			switch {
+			case status && p.ToolResult.IsError:
+				st = types.ToolResultStatusError
+			case status:
+				st = types.ToolResultStatusSuccess
+			case p.ToolResult.IsError:
+				output = errorPrefix + output
+			}
 			out.Content = append(out.Content, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
 				ToolUseId: aws.String(p.ToolResult.CallID),
 				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: output}},
-				Status:    status,
+				Status:    st,
 			}})
 		case strings.TrimSpace(p.Text) != "":
 			out.Content = append(out.Content, &types.ContentBlockMemberText{Value: p.Text})
