@@ -81,6 +81,7 @@ func New(scope constructs.Construct, s Settings, props *awscdk.StackProps) (*Sta
 	fns := newFunctions(st, group)
 	st.API = newAPI(st.Stack, fns.api)
 	addSlack(st, fns.slack)
+	addSweeper(st, fns, group)
 
 	out := func(id, value, desc string) {
 		awscdk.NewCfnOutput(st.Stack, jsii.String(id), &awscdk.CfnOutputProps{Value: jsii.String(value), Description: jsii.String(desc)})
@@ -97,7 +98,8 @@ func New(scope constructs.Construct, s Settings, props *awscdk.StackProps) (*Sta
 }
 
 // newTable is shared/store's table (store.CreateTableInput): on-demand, the
-// key schema and GSI1 with its projection, TTL on store.AttrTTL,
+// key schema, GSI1 with its projection and the sweep's GSI2 (keys only),
+// TTL on store.AttrTTL,
 // point-in-time recovery, and deletion protection as set. It is retained
 // when the stack is deleted.
 func newTable(stack awscdk.Stack, s Settings) awsdynamodb.Table {
@@ -120,6 +122,12 @@ func newTable(stack awscdk.Stack, s Settings) awsdynamodb.Table {
 		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(store.AttrGSI1SK), Type: str},
 		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
 		NonKeyAttributes: jsii.Strings(store.GSI1Attributes...),
+	})
+	t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(store.IndexGSI2),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(store.AttrGSI2PK), Type: str},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(store.AttrGSI2SK), Type: awsdynamodb.AttributeType_NUMBER},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
 	})
 	return t
 }

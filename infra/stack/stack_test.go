@@ -242,6 +242,9 @@ var (
 	tasks     = arnPrefix + "ecs:" + acct + "task/${Cluster}/*"
 	inCluster = "{ArnEquals={ecs:cluster=${Cluster.Arn}}}"
 	eniOps    = "Allow ec2:AssignPrivateIpAddresses | ec2:CreateNetworkInterface | ec2:DeleteNetworkInterface | ec2:DescribeNetworkInterfaces | ec2:DescribeSubnets | ec2:UnassignPrivateIpAddresses on *"
+	// The on-failure destination of the functions invoked asynchronously
+	// (sweeper.go): each sends with its own role.
+	sendFailed = "Allow sqs:GetQueueAttributes | sqs:GetQueueUrl | sqs:SendMessage on ${FailedInvocations.Arn}"
 )
 
 func runnerStatements(network string, bedrock bool) []string {
@@ -254,6 +257,7 @@ func runnerStatements(network string, bedrock bool) []string {
 		"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("slack") + " | " + fnArn("webtools"),
 		"Allow s3:GetObject | s3:PutObject on ${Bucket.Arn}/checkpoints/* | ${Bucket.Arn}/fleets/*",
 		"Allow s3:ListBucket on ${Bucket.Arn}",
+		sendFailed,
 		"Allow ecs:RunTask on ${SandboxTask} if " + inCluster,
 		"Allow ecs:DescribeTasks | ecs:StopTask on " + tasks + " if " + inCluster,
 		"Allow ecs:TagResource on " + tasks + " if {StringEquals={ecs:CreateAction=RunTask}}",
@@ -286,7 +290,7 @@ func expectedStatements(name string) map[string][]string {
 	want := map[string][]string{
 		"ApiRole": {logsOf("Api"), tableRW, schedOps, passSched,
 			"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("webtools")},
-		"ScheduleRole": {logsOf("Schedule"), tableRW, schedOps, passSched,
+		"ScheduleRole": {logsOf("Schedule"), tableRW, schedOps, passSched, sendFailed,
 			"Allow lambda:InvokeFunction on " + fnArn("runner")},
 		"WebtoolsRole": {logsOf("Webtools"),
 			"Allow secretsmanager:GetSecretValue on " + secrets,
@@ -430,6 +434,10 @@ func TestResources(t *testing.T) {
 			"IndexName":  store.IndexGSI1,
 			"KeySchema":  []any{map[string]any{"AttributeName": store.AttrGSI1PK, "KeyType": "HASH"}, map[string]any{"AttributeName": store.AttrGSI1SK, "KeyType": "RANGE"}},
 			"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": store.GSI1Attributes},
+		}, map[string]any{
+			"IndexName":  store.IndexGSI2,
+			"KeySchema":  []any{map[string]any{"AttributeName": store.AttrGSI2PK, "KeyType": "HASH"}, map[string]any{"AttributeName": store.AttrGSI2SK, "KeyType": "RANGE"}},
+			"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 		}},
 	})
 	tmpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{"DeletionPolicy": "Retain"})
