@@ -27,7 +27,8 @@ var update = flag.Bool("update", false, "rewrite the testdata/*.request.json fix
 const testKey = "sk-ant-test-key"
 
 // fake is a local stand-in for the Messages API: it records each request
-// and answers with respond.
+// and answers with respond, unless the API would refuse the request
+// (refusal): then it answers as the API does, 400 invalid_request_error.
 type fake struct {
 	respond func(w http.ResponseWriter, r *http.Request)
 
@@ -48,7 +49,66 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, recorded{r.Method, r.URL.Path, r.Header.Clone(), body})
 	f.mu.Unlock()
+	if msg := refusal(body); msg != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, errorBody("invalid_request_error", msg))
+		return
+	}
 	f.respond(w, r)
+}
+
+// refusal is the message of the API's 400 for a Messages request body, ""
+// for one it takes: a text block, in the system prompt, a message or a
+// tool result, must not be empty or only whitespace (the API's words).
+func refusal(body []byte) string {
+	type block struct {
+		Type    string          `json:"type"`
+		Text    *string         `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	var req struct {
+		System   []block `json:"system"`
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	var bad func(where string, blocks []block) string
+	bad = func(where string, blocks []block) string {
+		for _, b := range blocks {
+			if b.Type == "tool_result" && len(b.Content) > 0 && b.Content[0] == '[' {
+				var inner []block
+				json.Unmarshal(b.Content, &inner)
+				if msg := bad(where, inner); msg != "" {
+					return msg
+				}
+			}
+			switch {
+			case b.Type != "text" || b.Text == nil:
+			case *b.Text == "":
+				return where + ": text content blocks must be non-empty"
+			case strings.TrimSpace(*b.Text) == "":
+				return where + ": text content blocks must contain non-whitespace text"
+			}
+		}
+		return ""
+	}
+	if msg := bad("system", req.System); msg != "" {
+		return msg
+	}
+	for _, m := range req.Messages {
+		var blocks []block
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue // a string
+		}
+		if msg := bad("messages", blocks); msg != "" {
+			return msg
+		}
+	}
+	return ""
 }
 
 func (f *fake) last(t *testing.T) recorded {
@@ -314,6 +374,39 @@ func TestRequestJSON(t *testing.T) {
 				t.Errorf("request body got\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// The API refuses a text block of whitespace alone ("messages: text content
+// blocks must contain non-whitespace text"), such as the "\n\n" a model
+// may write before its tool calls; one in the conversation would fail every
+// later call of it. Such text is left out, as empty text is.
+func TestWhitespaceTextIsLeftOut(t *testing.T) {
+	t.Parallel()
+	f, m := newFake(t, sseText(textStream("ok", "end_turn")))
+	_, err := m.Converse(context.Background(), model.Request{
+		Model:  "claude-sonnet-4-5",
+		System: "You are the ops fleet.",
+		Messages: []model.Message{
+			userText("What module is this?"),
+			{Role: model.Assistant, Content: []model.Part{
+				{Text: "\n\n"},
+				{ToolCall: &model.ToolCall{ID: "toolu_01A", Name: "read", Arguments: json.RawMessage(`{"path":"go.mod"}`)}},
+			}},
+			{Role: model.User, Content: []model.Part{
+				{ToolResult: &model.ToolResult{CallID: "toolu_01A", Name: "read", Output: " \n"}},
+				{Text: "\t"},
+			}},
+			{Role: model.Assistant, Content: []model.Part{{Text: "  "}}},
+			userText("And?"),
+		},
+		Tools: []model.Tool{{Name: "read", Schema: json.RawMessage(`{"type":"object"}`)}},
+	})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	if msg := refusal(f.last(t).body); msg != "" {
+		t.Fatalf("sent %s, which the API refuses: %s", f.last(t).body, msg)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -29,7 +30,7 @@ func newParams(req model.Request) (sdk.MessageNewParams, error) {
 		MaxTokens: maxTokens,
 		Messages:  msgs,
 	}
-	if req.System != "" {
+	if strings.TrimSpace(req.System) != "" {
 		params.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
 	for _, t := range req.Tools {
@@ -46,8 +47,10 @@ func newParams(req model.Request) (sdk.MessageNewParams, error) {
 // become one message, so that the results of one turn's tool calls travel
 // together in one user message, as the API wants. Within a user message the
 // tool_result blocks come first, in order, then any text: the API refuses
-// text before a tool result. Empty text parts and messages left empty are
-// dropped, since the API refuses empty text blocks and empty messages.
+// text before a tool result. Text parts that are empty or only whitespace,
+// and messages left empty, are dropped: the API refuses such text blocks
+// ("text content blocks must contain non-whitespace text") and empty
+// messages.
 func messages(in []model.Message) ([]sdk.MessageParam, error) {
 	type turn struct {
 		role    model.Role
@@ -79,7 +82,7 @@ func messages(in []model.Message) ([]sdk.MessageParam, error) {
 					return nil, fmt.Errorf("message %d part %d: tool call %s: %w", i, j, p.ToolCall.ID, err)
 				}
 				t.blocks = append(t.blocks, sdk.NewToolUseBlock(p.ToolCall.ID, args, p.ToolCall.Name))
-			case p.Text != "":
+			case strings.TrimSpace(p.Text) != "":
 				t.blocks = append(t.blocks, sdk.NewTextBlock(p.Text))
 			}
 		}
@@ -98,14 +101,15 @@ func messages(in []model.Message) ([]sdk.MessageParam, error) {
 	return out, nil
 }
 
-// toolResult is the tool_result block for r. An empty output sends no
-// content, since the API refuses an empty text block.
+// toolResult is the tool_result block for r. An output that is empty or
+// only whitespace sends no content, since the API refuses such a text
+// block.
 func toolResult(r model.ToolResult) sdk.ContentBlockParamUnion {
 	block := sdk.ToolResultBlockParam{
 		ToolUseID: r.CallID,
 		IsError:   sdk.Bool(r.IsError),
 	}
-	if r.Output != "" {
+	if strings.TrimSpace(r.Output) != "" {
 		block.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: r.Output}}}
 	}
 	return sdk.ContentBlockParamUnion{OfToolResult: &block}
