@@ -564,6 +564,42 @@ func TestErrors(t *testing.T) {
 		retryable: false,
 		message:   "authentication_error: invalid x-api-key",
 	}, {
+		// The statuses of the API's errors page, each with its type.
+		name:      "402 billing",
+		respond:   reply(402, nil, errorBody("billing_error", "Your credit balance is too low to access the Anthropic API.")),
+		status:    402,
+		retryable: false,
+		message:   "billing_error: Your credit balance is too low",
+	}, {
+		name:      "403 permission",
+		respond:   reply(403, nil, errorBody("permission_error", "Your API key does not have permission to use the specified resource.")),
+		status:    403,
+		retryable: false,
+		message:   "permission_error: Your API key does not have permission",
+	}, {
+		name:      "404 model",
+		respond:   reply(404, nil, errorBody("not_found_error", "model: claude-nope")),
+		status:    404,
+		retryable: false,
+		message:   "not_found_error: model: claude-nope",
+	}, {
+		// Returned by Cloudflare before the API sees the request: no JSON.
+		name: "413 from Cloudflare",
+		respond: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			io.WriteString(w, "<html><head><title>413 Request Entity Too Large</title></head><body><center>cloudflare</center></body></html>")
+		},
+		status:    413,
+		retryable: false,
+		message:   "413 Request Entity Too Large",
+	}, {
+		name:      "504 timeout",
+		respond:   reply(504, nil, errorBody("timeout_error", "Request timed out")),
+		status:    504,
+		retryable: true,
+		message:   "timeout_error: Request timed out",
+	}, {
 		name:      "overloaded mid-stream",
 		respond:   sse(t, "overloaded.sse"),
 		status:    0,

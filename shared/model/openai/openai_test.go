@@ -22,7 +22,9 @@ import (
 )
 
 // fake is a local Chat Completions server: it records every request and
-// answers with its handler, so the SDK's real HTTP and SSE code runs.
+// answers with its handler, so the SDK's real HTTP and SSE code runs. A
+// conversation OpenAI would refuse (refusal) it answers as OpenAI does,
+// 400 invalid_request_error.
 type fake struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
@@ -43,10 +45,80 @@ func newFake(t *testing.T, answer http.HandlerFunc) *fake {
 		f.mu.Lock()
 		f.reqs = append(f.reqs, recorded{path: r.URL.Path, header: r.Header.Clone(), body: body})
 		f.mu.Unlock()
+		if msg, param := refusal(body); msg != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "param": param, "code": nil}})
+			return
+		}
 		answer(w, r)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// refusal is OpenAI's message and param for a Chat Completions body whose
+// tool messages do not answer the calls before them, "" for one it takes:
+// a tool message must answer a call of the assistant message just before
+// it (and the tool messages after it), and each call needs its answer
+// before the next message of another role.
+func refusal(body []byte) (msg, param string) {
+	var req struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return "", ""
+	}
+	open := map[string]bool{} // calls awaiting their answer
+	from := -1                // the assistant message that made them
+	for i, m := range req.Messages {
+		if m.Role == "tool" {
+			if !open[m.ToolCallID] {
+				return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", fmt.Sprintf("messages.[%d].role", i)
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			var ids []string
+			for id := range open {
+				ids = append(ids, id)
+			}
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(ids, ", "), fmt.Sprintf("messages.[%d].role", from)
+		}
+		for _, c := range m.ToolCalls {
+			open[c.ID], from = true, i
+		}
+	}
+	if len(open) > 0 {
+		return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'.", fmt.Sprintf("messages.[%d].role", from)
+	}
+	return "", ""
+}
+
+// The fake refuses what OpenAI refuses, and only that.
+func TestFakeRefusal(t *testing.T) {
+	t.Parallel()
+	call := `{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"read","arguments":"{}"}}]}`
+	tests := []struct {
+		messages, want string
+	}{
+		{`{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"call_1","content":"ok"},{"role":"user","content":"and?"}`, ""},
+		{`{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"call_1","content":"ok"}`, "must be a response to a preceeding message with 'tool_calls'"},
+		{`{"role":"user","content":"hi"},` + call + `,{"role":"user","content":"and?"}`, "did not have response messages: call_1"},
+		{`{"role":"user","content":"hi"},` + call, "must be followed by tool messages"},
+	}
+	for _, tt := range tests {
+		if got, _ := refusal([]byte(`{"messages":[` + tt.messages + `]}`)); tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("refusal of %s = %q, want %q", tt.messages, got, tt.want)
+		}
+	}
 }
 
 // model returns a Model pointed at the fake, with key as its API key.
@@ -467,6 +539,24 @@ func TestConverseErrors(t *testing.T) {
 			status:      400,
 			body:        `{"error":{"message":"Invalid schema for function 'read': In context=(), 'required' is required to be supplied.","type":"invalid_request_error","param":"tools[0].function.parameters","code":"invalid_function_parameters"}}`,
 			wantInError: "openai model: 400: Invalid schema for function 'read'",
+		},
+		{
+			name:        "401 with a wrong key",
+			status:      401,
+			body:        `{"error":{"message":"Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			wantInError: "401: Incorrect API key provided",
+		},
+		{
+			name:        "403 from an unsupported region",
+			status:      403,
+			body:        `{"error":{"code":"unsupported_country_region_territory","message":"Country, region, or territory not supported","param":null,"type":"request_forbidden"}}`,
+			wantInError: "403: Country, region, or territory not supported",
+		},
+		{
+			name:        "400 for a conversation too long",
+			status:      400,
+			body:        `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			wantInError: "400: This model's maximum context length is 128000 tokens.",
 		},
 		{
 			name:        "404 from Ollama",
