@@ -94,6 +94,9 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		srv.Shutdown(sctx)
 	}()
 	st.RunClock()
+	if err := st.RunSweep(devSweep, getenv); err != nil {
+		return err
+	}
 	keyFile, err := writeDevKey(ctx, st.Store, *stateDir)
 	if err != nil {
 		return err
