@@ -1,6 +1,7 @@
 package eventbridge_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -44,5 +45,23 @@ func TestParseSweep(t *testing.T) {
 	}
 	if _, err := eventbridge.ParsePayload(eventbridge.SweepInput()); err == nil {
 		t.Error("ParsePayload accepts the sweep's Input as a firing")
+	}
+}
+
+// TestSweepSampleEvent: events/schedule/sweep.json, the payload the
+// deployment's sweep schedule sends the schedule function, is a sweep.
+func TestSweepSampleEvent(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../../events/schedule/sweep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok, err := eventbridge.ParseSweep(b)
+	if !ok || err != nil || p.GraceSeconds != nil {
+		t.Fatalf("ParseSweep(%s) = %+v, ok %v, %v; want a sweep with the function's grace", b, p, ok, err)
+	}
+	want, _, _ := eventbridge.ParseSweep(eventbridge.SweepInput())
+	if p.Kind != want.Kind {
+		t.Errorf("the sample %s is not the sweep schedule's Input %s", b, eventbridge.SweepInput())
 	}
 }
