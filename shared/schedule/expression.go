@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // schedules name IANA zones; Lambda's provided.al2023 image has no zoneinfo
+	"unicode/utf8"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 )
@@ -68,11 +69,19 @@ type wall struct {
 	day, hour, min, second int
 }
 
+// MaxLength is the longest expression Scheduler takes, in characters: its
+// API refuses a ScheduleExpression of more than 256 (CreateSchedule,
+// UpdateSchedule). moto takes longer ones.
+const MaxLength = 256
+
 // Parse parses an EventBridge Scheduler expression. The error is an *Error
 // saying exactly what is wrong.
 func Parse(expr string) (Expression, error) {
 	bad := func(format string, args ...any) (Expression, error) {
 		return Expression{}, &Error{Input: expr, Reason: fmt.Sprintf(format, args...)}
+	}
+	if n := utf8.RuneCountInString(expr); n > MaxLength {
+		return bad("%d characters; Scheduler takes at most %d", n, MaxLength)
 	}
 	open := strings.IndexByte(expr, '(')
 	if open < 0 || !strings.HasSuffix(expr, ")") {

@@ -2,6 +2,8 @@ package schedule_test
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,6 +308,30 @@ func TestParseRefuses(t *testing.T) {
 		if code, ok := fault.CodeOf(err); !ok || code != fault.RequestInvalid {
 			t.Errorf("CodeOf(Parse(%q)) = %v, %v; want UZ-REQ-400", tt.expr, code.ID(), ok)
 		}
+	}
+}
+
+// Scheduler takes expressions of at most 256 characters; a longer cron()
+// is still well formed, so only its length refuses it.
+func TestParseLength(t *testing.T) {
+	t.Parallel()
+	years := func(n int) string {
+		var ys []string
+		for y := 2030; y < 2030+n; y++ {
+			ys = append(ys, strconv.Itoa(y))
+		}
+		return "cron(0 9 ? * MON-FRI " + strings.Join(ys, ",") + ")"
+	}
+	if e := years(47); len(e) != schedule.MaxLength {
+		t.Fatalf("the test's expression is %d characters, want %d", len(e), schedule.MaxLength)
+	} else if _, err := schedule.Parse(e); err != nil {
+		t.Fatalf("Parse of %d characters: %v", len(e), err)
+	}
+	long := years(48)
+	_, err := schedule.Parse(long)
+	var se *schedule.Error
+	if !errors.As(err, &se) || se.Reason != "261 characters; Scheduler takes at most 256" {
+		t.Fatalf("Parse of %d characters = %v, want a *schedule.Error saying it is too long", len(long), err)
 	}
 }
 

@@ -187,8 +187,9 @@ func (s *Scheduler) EnsureGroup(ctx context.Context) error {
 // expression, time zone, state, input and start as given, invoking the
 // target with the role, FlexibleTimeWindow OFF, and ActionAfterCompletion
 // DELETE for an at() expression (NONE otherwise). The expression and time
-// zone are checked first (a *schedule.Error). The group must exist
-// (EnsureGroup): on moto a missing group fails with HTTP 500.
+// zone are checked first (a *schedule.Error), and the name and input (not
+// empty), so that what Scheduler refuses is refused on moto too. The group
+// must exist (EnsureGroup): on moto a missing group fails with HTTP 500.
 func (s *Scheduler) Put(ctx context.Context, sc Schedule) error {
 	if err := s.put(ctx, sc); err != nil {
 		return fmt.Errorf("put schedule %s in group %s: %w", sc.Name, s.cfg.Group, err)
@@ -217,6 +218,10 @@ func (s *Scheduler) put(ctx context.Context, sc Schedule) error {
 	}
 	if state != Enabled && state != Disabled {
 		return fmt.Errorf("schedule state %q: want %s or %s", state, Enabled, Disabled)
+	}
+	if len(sc.Input) == 0 {
+		// Scheduler's Target.Input is at least 1 character; moto takes "".
+		return errors.New("schedule input: empty; Scheduler wants at least 1 character (agentsfleet's is a Payload)")
 	}
 	after := types.ActionAfterCompletionNone
 	if expr.OneShot() {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/schedule"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 )
 
@@ -266,6 +268,33 @@ func TestPutRefusesBadInput(t *testing.T) {
 	err := s.Put(ctx, eventbridge.Schedule{Name: "a", Expression: "rate(0 hours)"})
 	if !errors.Is(err, fault.RequestInvalid) {
 		t.Errorf("a bad expression's error %v does not match fault.RequestInvalid", err)
+	}
+}
+
+// What Scheduler's API refuses and moto takes is refused before the call:
+// a ScheduleExpression over 256 characters (well formed, or moto would
+// catch it too) and an empty target Input (at least 1 character).
+func TestPutRefusesWhatSchedulerRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := ensured(t, 0)
+	var years []string
+	for y := 2030; y < 2078; y++ {
+		years = append(years, strconv.Itoa(y))
+	}
+	long := "cron(0 9 ? * MON-FRI " + strings.Join(years, ",") + ")"
+	err := s.Put(ctx, eventbridge.Schedule{Name: "long", Expression: long, Input: []byte(`{}`)})
+	var se *schedule.Error
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "Scheduler takes at most 256") {
+		t.Errorf("Put of a %d-character expression = %v, want a *schedule.Error saying Scheduler takes at most 256", len(long), err)
+	}
+	if err := s.Put(ctx, eventbridge.Schedule{Name: "empty", Expression: "rate(1 hour)"}); err == nil || !strings.Contains(err.Error(), "input") {
+		t.Errorf("Put without an input = %v, want an error naming the input", err)
+	}
+	for _, name := range []string{"long", "empty"} {
+		if _, err := s.Get(ctx, name); !errors.Is(err, eventbridge.ErrNotFound) {
+			t.Errorf("Get(%s) after the refused Put = %v, want ErrNotFound: nothing reached the service", name, err)
+		}
 	}
 }
 
