@@ -79,7 +79,7 @@ func New(scope constructs.Construct, s Settings, props *awscdk.StackProps) (*Sta
 	})
 	st.Sandbox = newSandbox(st.Stack, s)
 	fns := newFunctions(st, group)
-	st.API = newAPI(st.Stack, fns.api)
+	st.API = newAPI(st.Stack, s, fns.api)
 	addSlack(st, fns.slack)
 	addSweeper(st, fns, group)
 
@@ -141,10 +141,20 @@ const (
 	FleetsPrefix = "fleets/"
 )
 
+// FolderVersionDays is how long a fleet's folder, once replaced, can
+// still be restored from the bucket's versions.
+const FolderVersionDays = 30
+
 // newBucket is the checkpoint bucket: private, TLS only, checkpoints
 // expiring, the fleets' folders under FleetsPrefix spared. The runner
 // reads and writes it and presigns the sandbox's URLs; the sandbox has no
 // access of its own. It is retained when the stack is deleted.
+//
+// It is versioned because a run replaces its fleet's folder with
+// whatever the sandbox uploads: a run gone wrong (a prompt injection, a
+// careless rm) can empty the fleet's memory, and the folder's earlier
+// versions are the way back for FolderVersionDays. A replaced or expired
+// checkpoint is worth nothing, so its old version goes after a day.
 func newBucket(stack awscdk.Stack, s Settings) awss3.Bucket {
 	return awss3.NewBucket(stack, jsii.String("Bucket"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -152,11 +162,25 @@ func newBucket(stack awscdk.Stack, s Settings) awss3.Bucket {
 		EnforceSSL:        jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		Versioned:         jsii.Bool(true),
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{
-				Id:         jsii.String("expire-checkpoints"),
-				Prefix:     jsii.String(CheckpointPrefix),
-				Expiration: awscdk.Duration_Days(jsii.Number(s.CheckpointDays)),
+				Id:                          jsii.String("expire-checkpoints"),
+				Prefix:                      jsii.String(CheckpointPrefix),
+				Expiration:                  awscdk.Duration_Days(jsii.Number(s.CheckpointDays)),
+				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+			},
+			{
+				// What the expiry above leaves of a checkpoint once its
+				// old version is gone.
+				Id:                        jsii.String("remove-checkpoint-delete-markers"),
+				Prefix:                    jsii.String(CheckpointPrefix),
+				ExpiredObjectDeleteMarker: jsii.Bool(true),
+			},
+			{
+				Id:                          jsii.String("expire-replaced-folders"),
+				Prefix:                      jsii.String(FleetsPrefix),
+				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(FolderVersionDays)),
 			},
 			{
 				// A folder upload that broke off bills until it is aborted.
@@ -189,13 +213,28 @@ func newSecrets(stack awscdk.Stack) Secrets {
 	}
 }
 
+// AccessLogFormat is the HTTP API's access log line: who called which
+// path, when, and what came back. It holds no header, query string or
+// body, so neither a key nor a webhook's payload reaches the log.
+const AccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"userAgent":"$context.identity.userAgent","requestTime":"$context.requestTime","method":"$context.httpMethod",` +
+	`"path":"$context.path","status":"$context.status","responseLength":"$context.responseLength",` +
+	`"integrationError":"$context.integrationErrorMessage"}`
+
 // newAPI is the HTTP API: /v1/* to the api function. /slack/* is the Slack
 // function's (addSlack). The integration's invoke permission names this
-// API's routes alone.
-func newAPI(stack awscdk.Stack, api *function) awsapigatewayv2.HttpApi {
+// API's routes alone. Its default stage writes an access log
+// (AccessLogFormat) to a log group of its own, with the retention.
+func newAPI(stack awscdk.Stack, s Settings, api *function) awsapigatewayv2.HttpApi {
 	h := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		ApiName:     jsii.String(Name),
 		Description: jsii.String("agentsfleet's HTTP API"),
+	})
+	logs := logGroup(stack, "ApiAccessLogs", "/agentsfleet/"+Name+"/api-access", s)
+	stage := h.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: logs.LogGroupArn(),
+		Format:         jsii.String(AccessLogFormat),
 	})
 	h.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 		Path:        jsii.String("/v1/{proxy+}"),

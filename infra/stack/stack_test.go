@@ -418,7 +418,7 @@ func TestResources(t *testing.T) {
 	for typ, n := range map[string]float64{
 		"AWS::DynamoDB::Table": 1, "AWS::S3::Bucket": 1, "AWS::Lambda::Function": 5, "AWS::ApiGatewayV2::Api": 1,
 		"AWS::ApiGatewayV2::Route": 2, "AWS::Scheduler::ScheduleGroup": 1, "AWS::ECS::Cluster": 1,
-		"AWS::ECS::TaskDefinition": 1, "AWS::SecretsManager::Secret": 3, "AWS::Logs::LogGroup": 6,
+		"AWS::ECS::TaskDefinition": 1, "AWS::SecretsManager::Secret": 3, "AWS::Logs::LogGroup": 7,
 		"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 0, "AWS::EC2::VPCEndpoint": 0, "AWS::EC2::SecurityGroup": 1,
 		"AWS::Lambda::Permission": 2,
 	} {
@@ -443,11 +443,22 @@ func TestResources(t *testing.T) {
 	tmpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{"DeletionPolicy": "Retain"})
 	tmpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
 		"LifecycleConfiguration": map[string]any{"Rules": []any{
-			map[string]any{"Id": "expire-checkpoints", "Prefix": "checkpoints/", "ExpirationInDays": 30, "Status": "Enabled"},
+			map[string]any{"Id": "expire-checkpoints", "Prefix": "checkpoints/", "ExpirationInDays": 30,
+				"NoncurrentVersionExpiration": map[string]any{"NoncurrentDays": 1}, "Status": "Enabled"},
+			map[string]any{"Id": "remove-checkpoint-delete-markers", "Prefix": "checkpoints/", "ExpiredObjectDeleteMarker": true, "Status": "Enabled"},
+			map[string]any{"Id": "expire-replaced-folders", "Prefix": "fleets/",
+				"NoncurrentVersionExpiration": map[string]any{"NoncurrentDays": stack.FolderVersionDays}, "Status": "Enabled"},
 			assertions.Match_ObjectLike(&map[string]any{"AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}}),
 		}},
+		"VersioningConfiguration":        map[string]any{"Status": "Enabled"},
 		"PublicAccessBlockConfiguration": map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
 	})
+	// The API's access log: its own log group, with the retention.
+	stage := resources(m, "AWS::ApiGatewayV2::Stage")["HttpApiDefaultStage"]
+	if got, want := render(stage["AccessLogSettings"]), "{DestinationArn=${ApiAccessLogs.Arn} Format="+stack.AccessLogFormat+"}"; got != want {
+		t.Errorf("API stage access log settings %s, want %s", got, want)
+	}
+	tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"LogGroupName": "/agentsfleet/Agentsfleet/api-access", "RetentionInDays": 30})
 	tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": "ANY /v1/{proxy+}"})
 	tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": "POST /slack/{proxy+}"})
 	for _, out := range []string{"ApiUrl", "SlackEventsUrl", "SlackInteractivityUrl"} {
