@@ -6,13 +6,14 @@ GO      ?= go
 PYTHON  ?= python3
 VENV    := .venv
 MOTO    := $(VENV)/.moto-installed
+CFNLINT := $(VENV)/.cfnlint-installed
 BIN     := bin
 LAMBDA_OUT := build/lambda
 # Every folder of functions/ with a main.go is a Lambda.
 FUNCTIONS  := $(patsubst functions/%/main.go,%,$(wildcard functions/*/main.go))
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all build lambdas test test-race dev bench synth deploy lint fmt venv tools clean
+.PHONY: all build lambdas test test-race dev bench synth lint-template deploy lint fmt venv tools clean
 
 all: build
 
@@ -63,6 +64,7 @@ test: venv tools lambdas
 	$(GO) test $(GOTEST_FLAGS) ./...
 	$(GO) test -race $(GOTEST_FLAGS) $(RACE_PKGS)
 	cd infra && $(CDK_ENV) CDK_VALIDATION=false $(GO) vet ./... && $(CDK_ENV) CDK_VALIDATION=false $(GO) test $(GOTEST_FLAGS) ./...
+	$(MAKE) --no-print-directory lint-template
 
 ## test-race: the tests under the race detector.
 test-race: venv tools
@@ -77,10 +79,24 @@ bench: venv tools build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./... | tee bench.txt
 
 ## synth: the CDK app (infra/, its own Go module) into cdk.out/Agentsfleet.template.json;
-## SYNTH_ARGS="-c network=private" passes context. Needs node, not the CDK CLI.
+## SYNTH_ARGS="-c network=private" passes context, CDK_OUT another output
+## directory. Needs node, not the CDK CLI.
 CDK_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+CDK_OUT ?= cdk.out
 synth: lambdas
-	cd infra && $(CDK_ENV) CDK_OUTDIR=$(CURDIR)/cdk.out $(GO) run . $(SYNTH_ARGS)
+	cd infra && $(CDK_ENV) CDK_OUTDIR=$(abspath $(CDK_OUT)) $(GO) run . $(SYNTH_ARGS)
+
+## lint-template: cfn-lint (pinned in infra/requirements-lint.txt, set in
+## infra/cfnlintrc.yaml) over the template of both network layouts: the
+## public one in cdk.out, the private one in build/cdk.out-private. An
+## error or a warning fails.
+$(CFNLINT): $(MOTO) infra/requirements-lint.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt -r infra/requirements-lint.txt
+	touch $@
+lint-template: $(CFNLINT)
+	$(MAKE) --no-print-directory synth SYNTH_ARGS= CDK_OUT=cdk.out
+	$(MAKE) --no-print-directory synth SYNTH_ARGS="-c network=private" CDK_OUT=build/cdk.out-private
+	$(VENV)/bin/cfn-lint --config-file infra/cfnlintrc.yaml -- cdk.out/Agentsfleet.template.json build/cdk.out-private/Agentsfleet.template.json
 
 ## deploy: `cdk deploy` of the stack (cdk.json), DEPLOY_ARGS passed on
 ## ("-c network=private", "--profile p"). Needs AWS credentials and Docker.
