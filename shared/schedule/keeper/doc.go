@@ -31,4 +31,10 @@
 // crosses it finishes, and runs already under way when it is crossed do
 // too; the count starts afresh each day, but a paused schedule stays paused
 // until resumed.
+//
+// The sweep: the schedule function's other payload, the deployment's sweep
+// schedule's eventbridge.SweepPayload ({"kind": "sweep"}), has Fire call
+// Keeper.Sweep, which re-invokes the runner on each run and child agent
+// that no live invocation holds (store.ListLapsed), so that a run whose
+// invocation died without handing it over is not left running for ever.
 package keeper
