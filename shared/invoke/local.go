@@ -50,6 +50,14 @@ func (l *Local) Register(function string, h Handler) {
 	l.handlers[function] = h
 }
 
+// Has reports whether function is registered.
+func (l *Local) Has(function string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.handlers[function]
+	return ok
+}
+
 func (l *Local) handler(function string) (Handler, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/lazy"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
 )
@@ -22,6 +23,12 @@ const (
 	// EnvSearchKeySecret … or the Secrets Manager id holding it (deployments).
 	EnvSearchKeySecret = "AGENTSFLEET_SEARCH_API_KEY_SECRET"
 )
+
+// Settings are the variables ConfigFromEnv reads, none of them required.
+func Settings() []setting.Var {
+	return setting.Join([]setting.Var{{Name: EnvSearchBackend}, {Name: EnvSearchURL}, {Name: EnvSearchKey}, {Name: EnvSearchKeySecret}},
+		egress.Settings())
+}
 
 // ConfigFromEnv builds the production Config from the environment
 // (getenv): the search setting, the test-only egress escape hatch

@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 // provider is the name in every *model.Error this package returns.
@@ -44,6 +45,9 @@ type Config struct {
 func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{BaseURL: getenv(EnvBaseURL), APIKey: getenv(EnvAPIKey)}
 }
+
+// Settings are the variables ConfigFromEnv reads.
+func Settings() []setting.Var { return []setting.Var{{Name: EnvBaseURL}, {Name: EnvAPIKey}} }
 
 // Model answers conversations through Anthropic's Messages API. It is safe
 // for concurrent use.

@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 const provider = "openai"
@@ -52,6 +53,9 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 	return c
 }
+
+// Settings are the variables ConfigFromEnv reads.
+func Settings() []setting.Var { return []setting.Var{{Name: EnvBaseURL}, {Name: EnvAPIKey}} }
 
 // Model is a model.Model over a Chat Completions server. It is safe for
 // concurrent use.

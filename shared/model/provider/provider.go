@@ -31,6 +31,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/model/openai"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 // The providers.
@@ -50,6 +51,13 @@ const (
 	// keys, a JSON object keyed by their environment variables' names.
 	EnvKeysSecret = "AGENTSFLEET_MODEL_KEYS_ARN"
 )
+
+// Settings are the variables FromEnv reads, the providers' own among
+// them; none is required.
+func Settings() []setting.Var {
+	return setting.Join([]setting.Var{{Name: EnvProvider}, {Name: EnvModel}, {Name: EnvScript}, {Name: EnvKeysSecret}},
+		anthropic.Settings(), openai.Settings())
+}
 
 // Chosen is the model the settings name.
 type Chosen struct {

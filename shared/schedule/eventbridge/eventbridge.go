@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/schedule"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 // ErrNotFound is returned (wrapped) by Get for a schedule that does not
@@ -383,6 +384,12 @@ const (
 	EnvTarget = "AGENTSFLEET_SCHEDULE_TARGET_ARN"
 	EnvRole   = "AGENTSFLEET_SCHEDULE_ROLE_ARN"
 )
+
+// Settings are the variables ConfigFromEnv reads, none of them required
+// (they go together).
+func Settings() []setting.Var {
+	return []setting.Var{{Name: EnvGroup}, {Name: EnvTarget}, {Name: EnvRole}}
+}
 
 // ConfigFromEnv reads a Config from EnvGroup, EnvTarget and EnvRole: all
 // three, or none (ok false: this deployment has no schedules). Some but not

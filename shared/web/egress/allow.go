@@ -4,12 +4,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 // AllowEnv names the environment variable holding the test-only escape
 // hatch: one loopback ip:port (such as 127.0.0.1:8080, an httptest server)
 // that the policy admits whatever its address and port.
 const AllowEnv = "AGENTSFLEET_TEST_ALLOW_ADDR"
+
+// Settings are the variables AllowFromEnv reads: AllowEnv, optional, and,
+// when it is set, Lambda's own setting.LambdaRuntimeAPI.
+func Settings() []setting.Var {
+	return []setting.Var{{Name: AllowEnv}, {Name: setting.LambdaRuntimeAPI}}
+}
 
 // AllowFromEnv reads AllowEnv with getenv. Unset, it returns the zero
 // AddrPort (nothing admitted). Set, it must be a loopback ip:port with a
@@ -25,7 +33,7 @@ func AllowFromEnv(getenv func(string) string, log *slog.Logger) (netip.AddrPort,
 	if v == "" {
 		return netip.AddrPort{}, nil
 	}
-	if getenv("AWS_LAMBDA_RUNTIME_API") != "" {
+	if getenv(setting.LambdaRuntimeAPI) != "" {
 		return netip.AddrPort{}, fmt.Errorf("%s is a test-only setting and is refused inside Lambda", AllowEnv)
 	}
 	ap, err := netip.ParseAddrPort(v)

@@ -6,11 +6,21 @@ import (
 	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
 // TargetsEnv is the setting ParseTargets reads, in the runner λ and in
 // `agentsfleet run` and `agentsfleet dev`.
 const TargetsEnv = "AGENTSFLEET_SANDBOX_WARM"
+
+// Settings are the variables TargetsFromEnv reads: TargetsEnv, optional.
+func Settings() []setting.Var { return []setting.Var{{Name: TargetsEnv}} }
+
+// TargetsFromEnv is ParseTargets of TargetsEnv's value: every size at 0
+// when it is unset.
+func TargetsFromEnv(getenv func(string) string) (map[fleet.SandboxSize]int, error) {
+	return ParseTargets(getenv(TargetsEnv))
+}
 
 // ParseTargets reads a warm pool's size for each sandbox size, Config.Target,
 // from the form of TargetsEnv: comma-separated SIZE=COUNT pairs such as

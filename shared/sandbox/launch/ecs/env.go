@@ -1,0 +1,103 @@
+package ecs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+
+	"github.com/agentsfleet/agentsfleet/shared/setting"
+)
+
+// The settings ConfigFromEnv reads: the first four all or none.
+const (
+	// EnvCluster is the ECS cluster.
+	EnvCluster = "AGENTSFLEET_SANDBOX_CLUSTER"
+	// EnvTaskDefinition is the sandbox image's task definition (family,
+	// family:revision or ARN).
+	EnvTaskDefinition = "AGENTSFLEET_SANDBOX_TASK_DEFINITION"
+	// EnvSubnets are the tasks' subnets, comma-separated.
+	EnvSubnets = "AGENTSFLEET_SANDBOX_SUBNETS"
+	// EnvSecurityGroups are their security groups, comma-separated.
+	EnvSecurityGroups = "AGENTSFLEET_SANDBOX_SECURITY_GROUPS"
+	// EnvPublicIP is true (the default: public IPs, the runner outside any
+	// VPC) or false (the private layout, the runner in the VPC).
+	EnvPublicIP = "AGENTSFLEET_SANDBOX_PUBLIC_IP"
+)
+
+// Settings are the variables ConfigFromEnv reads. None is required: a
+// deployment without them has no sandboxes.
+func Settings() []setting.Var {
+	return []setting.Var{{Name: EnvCluster}, {Name: EnvTaskDefinition}, {Name: EnvSubnets}, {Name: EnvSecurityGroups}, {Name: EnvPublicIP}}
+}
+
+// ConfigFromEnv reads the settings into a Config without its API clients.
+// ok is false when none of the four required ones is set (no sandboxes);
+// some set without the others, or an EnvPublicIP that is neither true nor
+// false, is an error naming them.
+func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
+	cfg = Config{
+		Cluster:        strings.TrimSpace(getenv(EnvCluster)),
+		TaskDefinition: strings.TrimSpace(getenv(EnvTaskDefinition)),
+		Subnets:        list(getenv(EnvSubnets)),
+		SecurityGroups: list(getenv(EnvSecurityGroups)),
+	}
+	var missing []string
+	for name, set := range map[string]bool{EnvCluster: cfg.Cluster != "", EnvTaskDefinition: cfg.TaskDefinition != "",
+		EnvSubnets: len(cfg.Subnets) > 0, EnvSecurityGroups: len(cfg.SecurityGroups) > 0} {
+		if !set {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 4 {
+		if getenv(EnvPublicIP) != "" {
+			return Config{}, false, fmt.Errorf("%s is set but not %s, %s, %s nor %s: sandboxes need all four",
+				EnvPublicIP, EnvCluster, EnvTaskDefinition, EnvSubnets, EnvSecurityGroups)
+		}
+		return Config{}, false, nil
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return Config{}, false, fmt.Errorf("sandbox settings: %s not set: sandboxes need %s, %s, %s and %s together",
+			strings.Join(missing, ", "), EnvCluster, EnvTaskDefinition, EnvSubnets, EnvSecurityGroups)
+	}
+	switch v := strings.TrimSpace(getenv(EnvPublicIP)); strings.ToLower(v) {
+	case "", "true":
+	case "false":
+		cfg.Private = true
+	default:
+		return Config{}, false, fmt.Errorf("%s=%q: want true (public IPs, the default) or false (the private layout)", EnvPublicIP, v)
+	}
+	return cfg, true, nil
+}
+
+// FromEnv is the Launcher of ConfigFromEnv's settings, with its ECS
+// client, and its EC2 client for the public layout, made from awsCfg. ok
+// is false, with no error, when the settings are absent: that deployment
+// has no sandboxes. It makes no AWS call.
+func FromEnv(getenv func(string) string, awsCfg aws.Config) (l *Launcher, ok bool, err error) {
+	cfg, ok, err := ConfigFromEnv(getenv)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	cfg.ECS = awsecs.NewFromConfig(awsCfg)
+	if !cfg.Private {
+		cfg.EC2 = ec2.NewFromConfig(awsCfg)
+	}
+	l, err = New(cfg)
+	return l, err == nil, err
+}
+
+// list splits a comma-separated setting, dropping empty items.
+func list(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
