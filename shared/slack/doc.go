@@ -2,6 +2,9 @@
 // Events API endpoint (POST /slack/events) and the interactivity endpoint
 // (POST /slack/interactivity), as one http.Handler for the slack λ behind
 // API Gateway (HandleGateway) and for `agentsfleet dev` (ServeHTTP).
+// Function is the slack λ's whole handler, in Lambda and in `agentsfleet
+// dev` alike: that door, and the runner's posts (shared/slack/post), from
+// the settings (FromEnv).
 //
 // The security boundary is Verify: every request is checked against the
 // app's signing secret (X-Slack-Signature, HMAC-SHA256 of
