@@ -2,9 +2,11 @@
 // Gateway's HTTP API (payload format 2.0): fleets, runs and their events,
 // schedules, API keys and the fleets' webhooks. It records runs and starts
 // the runner on them (InvocationType Event); it never reads a fleet's
-// secrets (the webtools λ scrubs schedule messages).
+// secrets (the webtools λ scrubs schedule messages). Its handler is
+// API.HandleGateway, API Gateway's adapter (shared/gateway) over the
+// http.Handler that `agentsfleet dev` serves.
 //
-// Settings (environment):
+// Settings (environment; shared/deploy.Settings("api") lists them):
 //
 //	AGENTSFLEET_TABLE                 the DynamoDB table
 //	AGENTSFLEET_FUNCTION_RUNNER       the runner function's name or ARN
@@ -12,6 +14,9 @@
 //	AGENTSFLEET_SCHEDULE_GROUP        the EventBridge Scheduler group of the fleets' schedules
 //	AGENTSFLEET_SCHEDULE_TARGET_ARN   the schedule function's ARN, which the schedules invoke
 //	AGENTSFLEET_SCHEDULE_ROLE_ARN     the role Scheduler invokes it with
+//	AGENTSFLEET_SWEEP_GRACE_SECONDS   read with them (the schedule function's sweep grace; optional)
+//	AGENTSFLEET_TEST_ALLOW_ADDR       test-only, never set by the stack: a loopback address
+//	                                  callbacks may reach (shared/web/egress)
 //
 // Without the three schedule settings the schedule routes answer that
 // schedules are not configured.
@@ -19,53 +24,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/agentsfleet/agentsfleet/shared/api"
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
-	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/deploy"
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	a, err := build(context.Background(), os.Getenv, log)
+	ctx, log := context.Background(), slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Error("api: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
+		os.Exit(1)
+	}
+	a, err := deploy.NewAPI(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("api: cannot start", "error", err)
 		os.Exit(1)
 	}
 	lambda.Start(a.HandleGateway)
-}
-
-// build wires DynamoDB, Lambda and Scheduler into the API.
-func build(ctx context.Context, getenv func(string) string, log *slog.Logger) (*api.API, error) {
-	table := getenv("AGENTSFLEET_TABLE")
-	runnerFn, webtools := getenv("AGENTSFLEET_FUNCTION_RUNNER"), getenv("AGENTSFLEET_FUNCTION_WEBTOOLS")
-	if table == "" || runnerFn == "" || webtools == "" {
-		return nil, errors.New("AGENTSFLEET_TABLE, AGENTSFLEET_FUNCTION_RUNNER and AGENTSFLEET_FUNCTION_WEBTOOLS must name the table and the runner and webtools functions")
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load the AWS configuration: %w", err)
-	}
-	st := store.New(dynamodb.NewFromConfig(awsCfg), table)
-	inv := invoke.NewLambda(awslambda.NewFromConfig(awsCfg), map[string]string{invoke.Runner: runnerFn, invoke.Webtools: webtools})
-	cfg := api.Config{Store: st, Invoker: inv, Callbacks: callback.New(callback.Config{Logger: log}), Log: log}
-	k, ok, err := keeper.FromEnv(getenv, awsCfg, st, inv, log)
-	if err != nil {
-		return nil, err
-	}
-	if ok {
-		cfg.Schedules = k
-	}
-	return api.New(cfg)
 }

@@ -6,13 +6,22 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentsfleet/agentsfleet/shared/api"
+	"github.com/agentsfleet/agentsfleet/shared/deploy"
 )
+
+// build is what main builds, with the settings of env.
+func build(env func(string) string, log *slog.Logger) (*api.API, error) {
+	return deploy.NewAPI(context.Background(), deploy.Env{Getenv: env, AWS: aws.Config{Region: "eu-west-1"}, Log: log})
+}
 
 func TestBuildSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	base := map[string]string{"AGENTSFLEET_TABLE": "t", "AGENTSFLEET_FUNCTION_RUNNER": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w",
-		"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}
+	base := map[string]string{"AGENTSFLEET_TABLE": "t", "AGENTSFLEET_FUNCTION_RUNNER": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tt := range []struct {
 		name string
@@ -33,7 +42,7 @@ func TestBuildSaysWhatIsMissing(t *testing.T) {
 		for k, v := range tt.add {
 			m[k] = v
 		}
-		if _, err := build(context.Background(), env(m), log); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := build(env(m), log); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: build = %v, want an error naming %s", tt.name, err, tt.want)
 		}
 	}
@@ -42,7 +51,7 @@ func TestBuildSaysWhatIsMissing(t *testing.T) {
 	for k, v := range base {
 		all[k] = v
 	}
-	if a, err := build(context.Background(), env(all), log); err != nil || a == nil {
+	if a, err := build(env(all), log); err != nil || a == nil {
 		t.Fatalf("build with every setting = %v, %v", a, err)
 	}
 }

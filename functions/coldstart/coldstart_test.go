@@ -2,11 +2,13 @@ package coldstart
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,12 +136,22 @@ type start struct {
 	// awsCalls are the requests the binary sent to AWS before it was ready
 	// and in a moment after.
 	awsCalls []string
+	// answer is what the binary posted for the invocation invokeOnce gave
+	// it: "response BODY" or "error BODY".
+	answer string
 }
 
 // startOnce starts binary name under a fake Runtime API, with AWS's
 // endpoint a recorder, waits until it polls for an invocation, and stops
 // it.
-func startOnce(t testing.TB, name string) start {
+func startOnce(t testing.TB, name string) start { return run(t, name, nil) }
+
+// invokeOnce starts binary name as startOnce does, gives it one invocation
+// of payload, and stops it once it has answered.
+func invokeOnce(t testing.TB, name string, payload []byte) start { return run(t, name, payload) }
+
+// run is startOnce, and invokeOnce when payload is not nil.
+func run(t testing.TB, name string, payload []byte) start {
 	t.Helper()
 	var mu sync.Mutex
 	var calls []string
@@ -151,16 +163,35 @@ func startOnce(t testing.TB, name string) start {
 	}))
 	defer aws.Close()
 	polled := make(chan time.Time, 1)
+	answered := make(chan string, 1)
+	var invoked sync.Once
 	runtime := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/2018-06-01/runtime/invocation/next" {
+		const invocation = "/2018-06-01/runtime/invocation/"
+		switch {
+		case r.URL.Path == invocation+"next":
 			select {
 			case polled <- time.Now():
 			default:
 			}
+			give := false
+			if payload != nil {
+				invoked.Do(func() { give = true })
+			}
+			if give {
+				w.Header().Set("Lambda-Runtime-Aws-Request-Id", "req-1")
+				w.Header().Set("Lambda-Runtime-Deadline-Ms", fmt.Sprint(time.Now().Add(time.Minute).UnixMilli()))
+				w.Header().Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:agentsfleet-"+name)
+				w.Write(payload)
+				return
+			}
 			<-r.Context().Done() // no invocation: the binary waits until stopped
-			return
+		case r.Method == http.MethodPost && (r.URL.Path == invocation+"req-1/response" || r.URL.Path == invocation+"req-1/error"):
+			b, _ := io.ReadAll(r.Body)
+			w.WriteHeader(http.StatusAccepted)
+			answered <- path.Base(r.URL.Path) + " " + string(b)
+		default:
+			http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
 		}
-		http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
 	}))
 	defer runtime.Close()
 
@@ -195,6 +226,16 @@ func startOnce(t testing.TB, name string) start {
 		cmd.Process.Kill()
 		t.Fatalf("%s did not poll for an invocation within 30 s:\n%s", name, stderr.String())
 	}
+	if payload != nil {
+		select {
+		case s.answer = <-answered:
+		case err := <-exited:
+			t.Fatalf("%s exited before it answered (%v):\n%s", name, err, stderr.String())
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("%s did not answer its invocation within 30 s:\n%s", name, stderr.String())
+		}
+	}
 	// A moment for anything started in the background at set-up to show.
 	time.Sleep(20 * time.Millisecond)
 	cmd.Process.Kill()
@@ -215,6 +256,34 @@ func TestNoAWSCallBeforeTheFirstRequest(t *testing.T) {
 			t.Parallel()
 			if s := startOnce(t, name); len(s.awsCalls) > 0 {
 				t.Errorf("%s made %d AWS requests before its first invocation: %q", name, len(s.awsCalls), s.awsCalls)
+			}
+		})
+	}
+}
+
+// TestEachBinaryServesItsHandler gives each function's bootstrap one
+// invocation that its handler refuses in words of its own, before any AWS
+// call, so that the answer shows which handler main registered: the one
+// the local stack registers (Runner.Handle, slack.Function.Invoke,
+// Keeper.Handle, web.Service.Invoke, API.HandleGateway). The runner once
+// registered a handler of its own that read {"run_id"} alone and ran a
+// child agent's invocation as the run's own agent.
+func TestEachBinaryServesItsHandler(t *testing.T) {
+	for name, want := range map[string]struct{ payload, answer string }{
+		"runner":   {`{"child_id": "child_1"}`, `error {"errorMessage":"runner: the payload must be {\"run_id\": \"…\"} or {\"run_id\": \"…\", \"child_id\": \"…\"}`},
+		"slack":    {`{"op": "line"}`, "error " + `{"errorMessage":"the payload is neither an API Gateway request nor a thread.Request`},
+		"schedule": {`{"fleet": "f"}`, "error " + `{"errorMessage":"schedule payload {\"fleet\": \"f\"}: want fleet and schedule_id"`},
+		"webtools": {`{"tool": "nope"}`, `response {"output":"unknown web tool \"nope\"`},
+		"api":      {`{"rawPath": "/v1/nope", "requestContext": {"http": {"method": "GET"}}}`, `response {"statusCode":404,"headers":{"Content-Type":"application/json"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := invokeOnce(t, name, []byte(want.payload))
+			if !strings.HasPrefix(s.answer, want.answer) {
+				t.Errorf("%s answered %s\nwant it to begin %s", name, s.answer, want.answer)
+			}
+			if len(s.awsCalls) > 0 {
+				t.Errorf("%s made AWS requests: %q", name, s.awsCalls)
 			}
 		})
 	}

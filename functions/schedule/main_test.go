@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
+	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
@@ -20,6 +23,22 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
+
+// The settings, by the components' names.
+const (
+	envTable  = store.EnvTable
+	envRunner = invoke.EnvRunner
+	envGroup  = eventbridge.EnvGroup
+	envTarget = eventbridge.EnvTarget
+	envRole   = eventbridge.EnvRole
+)
+
+// build is what main builds, with the settings of env and inv (nil:
+// Lambda's) calling the other functions.
+func build(awsCfg aws.Config, env map[string]string, inv invoke.Invoker) (*keeper.Keeper, error) {
+	return deploy.NewSchedule(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
+		AWS: awsCfg, Log: slog.New(slog.DiscardHandler), Invoker: inv})
+}
 
 func TestMain(m *testing.M) { awstest.Main(m) }
 
@@ -55,16 +74,15 @@ func TestSettingsAreChecked(t *testing.T) {
 		{map[string]string{envTable: "t", envRunner: "r", envGroup: "g", envTarget: "arn:t"}, "AGENTSFLEET_SCHEDULE_ROLE_ARN not set"},
 		{map[string]string{envTable: "t", envRunner: "r", envGroup: "bad group", envTarget: "arn:t", envRole: "arn:r"}, `group name "bad group"`},
 	} {
-		_, err := settings(cfg, func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("settings(%v) = %v, want an error with %q", tc.env, err, tc.want)
+		if _, err := build(cfg, tc.env, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("build(%v) = %v, want an error with %q", tc.env, err, tc.want)
 		}
 	}
 }
 
 // TestFireSampleEvents: the sample events, naming schedules made on the
-// emulator, fire through the wired Keeper: the cron one delivered twice
-// starts one run, the follow-up starts one and is removed.
+// emulator, fire through the handler main registers: the cron one
+// delivered twice starts one run, the follow-up starts one and is removed.
 func TestFireSampleEvents(t *testing.T) {
 	t.Parallel()
 	awsCfg := awstest.Config(t)
@@ -75,30 +93,31 @@ func TestFireSampleEvents(t *testing.T) {
 	env := map[string]string{envTable: table, envRunner: "agentsfleet-runner", envGroup: group,
 		envTarget: "arn:aws:lambda:us-east-1:123456789012:function:agentsfleet-schedule",
 		envRole:   "arn:aws:iam::123456789012:role/agentsfleet-scheduler"}
-	cfg, err := settings(awsCfg, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+	ctx := t.Context()
+	sched, err := eventbridge.New(scheduler.NewFromConfig(awsCfg), eventbridge.Config{Group: group, TargetARN: env[envTarget], RoleARN: env[envRole]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Scrub != nil {
-		t.Error("Scrub wired without AGENTSFLEET_FUNCTION_WEBTOOLS")
-	}
-	ctx := t.Context()
-	if err := cfg.Scheduler.(*eventbridge.Scheduler).EnsureGroup(ctx); err != nil {
+	if err := sched.EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Without AGENTSFLEET_FUNCTION_WEBTOOLS nothing is scrubbed: the
+	// schedules' messages below are saved with no call to a webtools
+	// function, which this invoker does not have.
 	local := invoke.NewLocal(slog.New(slog.DiscardHandler))
 	t.Cleanup(local.Close)
 	local.Register(invoke.Runner, func(context.Context, []byte) ([]byte, error) { return nil, nil })
-	cfg.Invoker = local
-	k, err := keeper.New(cfg)
+	k, err := build(awsCfg, env, local)
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := store.New(dynamodb.NewFromConfig(awsCfg), table)
+	handler := invoke.Handler(k.Handle) // as main registers it
 	d, err := fleet.ParseTOML([]byte("name = \"acme-triage\"\ninstructions = \"Triage.\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.Store.CreateFleet(ctx, store.NewFleet{Name: d.Name, Definition: d.Canonical(), Hash: d.Hash()}); err != nil {
+	if _, err := st.CreateFleet(ctx, store.NewFleet{Name: d.Name, Definition: d.Canonical(), Hash: d.Hash()}); err != nil {
 		t.Fatal(err)
 	}
 	cron, err := k.Create(ctx, d.Name, store.ActorPerson, "alice", keeper.Input{Expression: "cron(0 8 * * ? *)", Message: "morning triage"})
@@ -122,14 +141,14 @@ func TestFireSampleEvents(t *testing.T) {
 		}
 		m["schedule_id"] = id
 		b, _ = json.Marshal(m)
-		if err := k.Fire(ctx, b); err != nil {
-			t.Fatalf("Fire(%s): %v", b, err)
+		if _, err := handler.Invoke(ctx, b); err != nil {
+			t.Fatalf("Invoke(%s): %v", b, err)
 		}
 	}
 	fire(events[0], cron.ID)
 	fire(events[0], cron.ID) // Scheduler delivers at least once
 	fire(events[1], follow.ID)
-	page, err := cfg.Store.ListRuns(ctx, d.Name, "", 10)
+	page, err := st.ListRuns(ctx, d.Name, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}

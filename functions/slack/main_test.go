@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
+	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -29,6 +30,16 @@ import (
 func TestMain(m *testing.M) { awstest.Main(m) }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// build is the handler main registers, with the settings of getenv and inv
+// (nil: Lambda's) calling the runner.
+func build(getenv func(string) string, awsCfg aws.Config, inv invoke.Invoker, log *slog.Logger) (invoke.Handler, error) {
+	f, err := deploy.NewSlack(context.Background(), deploy.Env{Getenv: getenv, AWS: awsCfg, Log: log, Invoker: inv})
+	if err != nil {
+		return nil, err
+	}
+	return invoke.Handler(f.Invoke), nil
+}
 
 func TestBuildSaysWhatIsMissing(t *testing.T) {
 	t.Parallel()
@@ -66,7 +77,7 @@ func TestBuildSaysWhatIsMissing(t *testing.T) {
 	}
 	raw, _ := json.Marshal(thread.Request{Op: thread.OpLine, RunID: "run_1", Channel: "C1", ThreadTS: "1.2", Text: "a line"})
 	for range 2 { // not kept: the second request tries again
-		if _, err := f.handle(context.Background(), raw); err == nil || !strings.Contains(err.Error(), "AGENTSFLEET_SLACK_BOT_TOKEN_ARN") || !strings.Contains(err.Error(), "no-such-secret") {
+		if _, err := f.Invoke(context.Background(), raw); err == nil || !strings.Contains(err.Error(), "AGENTSFLEET_SLACK_BOT_TOKEN_ARN") || !strings.Contains(err.Error(), "no-such-secret") {
 			t.Errorf("a thread request with an unreadable token = %v, want an error naming the setting and the secret", err)
 		}
 	}
@@ -110,7 +121,7 @@ func TestFunction(t *testing.T) {
 		io.WriteString(w, `{"ok":true,"channel":"C0123ABCD","ts":"1796123500.000900"}`)
 	}))
 	defer fake.Close()
-	settings := map[string]string{"AGENTSFLEET_TABLE": table,
+	settings := map[string]string{"AGENTSFLEET_TABLE": table, "AGENTSFLEET_FUNCTION_RUNNER": "agentsfleet-runner",
 		"AGENTSFLEET_SLACK_SIGNING_SECRET_ARN": arn(signing), "AGENTSFLEET_SLACK_BOT_TOKEN_ARN": arn(token),
 		"AGENTSFLEET_SLACK_SIGNING_SECRET": "not-this-one", "AGENTSFLEET_SLACK_API_URL": fake.URL + "/api"}
 	local := invoke.NewLocal(nil)
@@ -131,11 +142,15 @@ func TestFunction(t *testing.T) {
 		ts, sig := slack.Sign(signing, time.Now(), []byte(req.Body))
 		req.Headers["x-slack-request-timestamp"], req.Headers["x-slack-signature"] = ts, sig
 		raw, _ = json.Marshal(req)
-		out, err := f.handle(ctx, raw)
+		out, err := f.Invoke(ctx, raw)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		return out.(events.APIGatewayV2HTTPResponse)
+		var resp events.APIGatewayV2HTTPResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("%s: the answer %s: %v", name, out, err)
+		}
+		return resp
 	}
 	if resp := call("url_verification.json"); resp.StatusCode != 200 || !strings.Contains(resp.Body, "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P") {
 		t.Fatalf("url_verification = %d %s", resp.StatusCode, resp.Body)
@@ -153,16 +168,17 @@ func TestFunction(t *testing.T) {
 	}
 	// The runner's thread requests are posted with the same token.
 	raw, _ := json.Marshal(thread.Request{Op: thread.OpLine, RunID: "run_1", Channel: "C0123ABCD", ThreadTS: "1796123395.000100", Text: "a line"})
-	out, err := f.handle(ctx, raw)
-	if resp, ok := out.(thread.Response); err != nil || !ok || !resp.Delivered {
-		t.Fatalf("thread request = %#v, %v; want delivered", out, err)
+	out, err := f.Invoke(ctx, raw)
+	var resp thread.Response
+	if err != nil || json.Unmarshal(out, &resp) != nil || !resp.Delivered {
+		t.Fatalf("thread request = %s, %v; want delivered", out, err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(posts) != 2 || posts[1] != "C0123ABCD 1796123395.000100 a line" {
 		t.Fatalf("posts = %q, want the line in its thread", posts)
 	}
-	if _, err := f.handle(ctx, json.RawMessage(`{"hello":1}`)); err == nil {
+	if _, err := f.Invoke(ctx, []byte(`{"hello":1}`)); err == nil {
 		t.Fatal("an unknown payload was accepted")
 	}
 }

@@ -13,8 +13,9 @@ import (
 // the checkpoints larger than an item and of the fleets' folders.
 const EnvCheckpointBucket = "AGENTSFLEET_CHECKPOINT_BUCKET"
 
-// Settings are the variables BucketFromEnv reads, none required.
-func Settings() []setting.Var { return []setting.Var{{Name: EnvCheckpointBucket}} }
+// Settings are the variables BucketFromEnv and LeaseFromEnv read, none
+// required.
+func Settings() []setting.Var { return []setting.Var{{Name: EnvCheckpointBucket}, {Name: EnvLease}} }
 
 // BucketFromEnv is the Config's Blobs and Folders in the bucket
 // EnvCheckpointBucket names, with an S3 client made from awsCfg; ok is

@@ -13,8 +13,10 @@ import (
 )
 
 // Settings are the variables FromEnv reads: eventbridge.ConfigFromEnv's,
-// which go together and none of which is required.
-func Settings() []setting.Var { return eventbridge.Settings() }
+// which go together, and SweepFromEnv's; none is required.
+func Settings() []setting.Var {
+	return setting.Join(eventbridge.Settings(), []setting.Var{{Name: EnvSweepGrace}})
+}
 
 // FromEnv is the Keeper a function builds from its settings
 // (eventbridge.ConfigFromEnv: the Scheduler group, target and role), over
@@ -33,6 +35,9 @@ func FromEnv(getenv func(string) string, awsCfg aws.Config, st *store.Store, inv
 		return nil, false, err
 	}
 	kc := Config{Store: st, Scheduler: sched, Invoker: inv, Log: log}
+	if kc.SweepGrace, err = SweepFromEnv(getenv); err != nil {
+		return nil, false, err
+	}
 	if h, ok := inv.(interface{ Has(function string) bool }); !ok || h.Has(invoke.Webtools) {
 		kc.Scrub = WebtoolsScrub(st, inv)
 	}

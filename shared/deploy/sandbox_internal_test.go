@@ -1,0 +1,47 @@
+package deploy
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// The ECS launcher is always behind a pool, with no idle task kept when
+// AGENTSFLEET_SANDBOX_WARM is unset, so that the run's task is recorded
+// for its other invocations.
+func TestTasksAlwaysGoThroughAPool(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"AGENTSFLEET_SANDBOX_CLUSTER": "c", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "td",
+		"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1"}
+	// No table and no ECS behind them: a pool that tried to keep a task
+	// idle would fail here.
+	l, warm, err := sandboxLauncher(func(k string) string { return env[k] }, aws.Config{Region: "us-east-1"}, store.New(nil, "t"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("sandboxLauncher: %v", err)
+	}
+	p, ok := l.(*pool.Pool)
+	if !ok {
+		t.Fatalf("sandboxLauncher = %T, want a pool", l)
+	}
+	defer p.Close()
+	if got := pool.FormatTargets(warm); got != "none" {
+		t.Errorf("targets = %s, want none", got)
+	}
+	for _, size := range fleet.SandboxSizes() {
+		if n, err := p.TopUp(context.Background(), size); n != 0 || err != nil {
+			t.Errorf("TopUp(%s) = %d, %v; want 0 idle tasks kept without AGENTSFLEET_SANDBOX_WARM", size, n, err)
+		}
+	}
+	// Without the settings: no sandboxes, saying why.
+	l, _, err = sandboxLauncher(func(string) string { return "" }, aws.Config{}, store.New(nil, "t"), slog.New(slog.DiscardHandler))
+	if none, ok := l.(launch.None); err != nil || !ok || none.Why != noSandboxes {
+		t.Errorf("sandboxLauncher without settings = %#v, %v; want launch.None", l, err)
+	}
+}
