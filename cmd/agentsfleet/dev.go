@@ -40,7 +40,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	fs.SetOutput(io.Discard)
 	workdir := fs.String("workdir", ".", "the folder the runs' tools work in")
 	stateDir := fs.String("state", ".dev", "folder for the fleets' folders (/agent) and the sandboxes' state")
-	table := getenv("AGENTSFLEET_TABLE")
+	table := getenv(store.EnvTable)
 	if table == "" {
 		table = "agentsfleet"
 	}

@@ -17,7 +17,6 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/api/callback"
@@ -34,10 +33,8 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
-	"github.com/agentsfleet/agentsfleet/shared/slack/post"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
-	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // stack is agentsfleet on this machine: the AWS emulator (moto, or
@@ -67,10 +64,12 @@ type stack struct {
 	// RunClock is called.
 	Schedules *keeper.Keeper
 	Clock     *clock.Clock
-	// Slack serves /slack/events and /slack/interactivity, and the
-	// runner's posts to threads; nil without AGENTSFLEET_SLACK_SIGNING_SECRET
-	// and AGENTSFLEET_SLACK_BOT_TOKEN.
-	Slack *slack.Handler
+	// Slack is the slack λ in-process: it serves /slack/events and
+	// /slack/interactivity, and the runner's posts to threads (invoke.Slack);
+	// nil without the app's signing secret and bot token
+	// (AGENTSFLEET_SLACK_SIGNING_SECRET and AGENTSFLEET_SLACK_BOT_TOKEN, or
+	// their _ARN in the emulator's Secrets Manager).
+	Slack *slack.Function
 	// Pool is the warm pool over Sandbox, nil without one.
 	Pool    *pool.Pool
 	Warm    map[fleet.SandboxSize]int // the pool's targets
@@ -114,30 +113,18 @@ func warmSetting(getenv func(string) string, def string) (map[fleet.SandboxSize]
 
 const checkpointBucket = "agentsfleet-checkpoints"
 
-// startSlack is the slack λ in-process, when the app's signing secret and
-// bot token are set (AGENTSFLEET_SLACK_API_URL points it at another Web
+// startSlack is the slack λ in-process, its handler the Lambda's
+// (slack.Function.Invoke), when the app's signing secret and bot token are
+// set (slack.FromEnv; AGENTSFLEET_SLACK_API_URL points it at another Web
 // API): the events and interactivity endpoints, and the runner's posts.
-func (s *stack) startSlack(getenv func(string) string, log *slog.Logger) error {
-	signing, token := getenv("AGENTSFLEET_SLACK_SIGNING_SECRET"), getenv("AGENTSFLEET_SLACK_BOT_TOKEN")
-	switch {
-	case signing == "" && token == "":
-		return nil
-	case signing == "" || token == "":
-		return errors.New("AGENTSFLEET_SLACK_SIGNING_SECRET and AGENTSFLEET_SLACK_BOT_TOKEN go together: set both, or neither to run without Slack")
-	}
-	var opts []goslack.Option
-	if u := getenv("AGENTSFLEET_SLACK_API_URL"); u != "" {
-		opts = append(opts, goslack.OptionAPIURL(u))
-	}
-	web := goslack.New(token, opts...)
-	poster, err := post.New(post.Config{Slack: web, Records: s.Store, Log: log})
-	if err != nil {
+func (s *stack) startSlack(getenv func(string) string, secrets secret.Source, log *slog.Logger) error {
+	fn, ok, err := slack.FromEnv(getenv, secrets, s.Store, s.Funcs, log)
+	if err != nil || !ok {
 		return err
 	}
-	s.Funcs.Register(invoke.Slack, poster.Invoke)
-	s.Slack, err = slack.NewHandler(slack.Config{Store: s.Store, Invoker: s.Funcs, SigningSecret: signing,
-		DefaultFleet: getenv("AGENTSFLEET_SLACK_DEFAULT_FLEET"), Log: log, Post: slack.NewWebPoster(web)})
-	return err
+	s.Funcs.Register(invoke.Slack, fn.Invoke)
+	s.Slack = fn
+	return nil
 }
 
 // scheduleGroup is the Scheduler group of the local stack's schedules.
@@ -200,7 +187,8 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 
-	webCfg, err := web.ConfigFromEnv(getenv, secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}, log)
+	secrets := secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}
+	webCfg, err := web.ConfigFromEnv(getenv, secrets, log)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +207,10 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	s.closers = append(s.closers, func() { s.Sandbox.Close() })
 	// Callbacks go through the egress policy, which refuses this machine's
 	// addresses unless AGENTSFLEET_TEST_ALLOW_ADDR names one.
-	allow, err := egress.AllowFromEnv(getenv, log)
+	callbacks, err := callback.FromEnv(getenv, log)
 	if err != nil {
 		return nil, err
 	}
-	callbacks := callback.New(callback.Config{AllowAddr: allow, Logger: log})
 
 	sched, err := eventbridge.New(scheduler.NewFromConfig(awsCfg), eventbridge.Config{Group: scheduleGroup,
 		TargetARN: "arn:aws:lambda:" + emulator.Region + ":000000000000:function:agentsfleet-schedule",
@@ -239,7 +226,13 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	if err != nil {
 		return nil, err
 	}
-	if s.Clock, err = clock.New(sched, s.Schedules.Fire, clock.Options{Logger: log}); err != nil {
+	// The clock invokes the schedule λ's handler, as Scheduler does.
+	s.Funcs.Register(invoke.Schedule, s.Schedules.Handle)
+	fire := func(ctx context.Context, input []byte) error {
+		_, err := s.Funcs.Call(ctx, invoke.Schedule, input)
+		return err
+	}
+	if s.Clock, err = clock.New(sched, fire, clock.Options{Logger: log}); err != nil {
 		return nil, err
 	}
 
@@ -274,7 +267,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	if s.API, err = api.New(api.Config{Store: s.Store, Invoker: s.Funcs, Schedules: s.Schedules, Callbacks: callbacks, Log: log}); err != nil {
 		return nil, err
 	}
-	if err := s.startSlack(getenv, log); err != nil {
+	if err := s.startSlack(getenv, secrets, log); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -28,7 +28,7 @@ func table(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fs := flag.NewFlagSet("table create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	name := fs.String("name", envOr("AGENTSFLEET_TABLE", "agentsfleet"), "table name")
+	name := fs.String("name", envOr(store.EnvTable, "agentsfleet"), "table name")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -53,7 +53,7 @@ func table(ctx context.Context, args []string, out io.Writer) error {
 func tableKey(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("table key", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	name := fs.String("name", envOr("AGENTSFLEET_TABLE", "agentsfleet"), "table name")
+	name := fs.String("name", envOr(store.EnvTable, "agentsfleet"), "table name")
 	scopes := fs.String("scopes", "", "the key's scopes, comma-separated (default: every scope)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -5,7 +5,9 @@
 // starts runs through it.
 //
 // Names are logical ("runner", "webtools", "slack"); Lambda maps them to the
-// deployment's function names or ARNs.
+// deployment's function names or ARNs, which FromEnv reads from the
+// AGENTSFLEET_FUNCTION_* settings. A Handler is a function's handler as
+// both its Lambda main and Local register it.
 package invoke
 
 import (
@@ -18,6 +20,9 @@ const (
 	Runner   = "runner"
 	Webtools = "webtools"
 	Slack    = "slack"
+	// Schedule is called by the local stack's clock, as EventBridge
+	// Scheduler calls it in AWS.
+	Schedule = "schedule"
 )
 
 // Invoker calls functions. Implementations are safe for concurrent use.
