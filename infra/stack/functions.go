@@ -11,8 +11,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
+	"github.com/agentsfleet/agentsfleet/shared/slack"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
 // function is one Lambda function with its role. Its name is fixed
@@ -42,8 +49,9 @@ type functions struct {
 // FunctionName is the deployed name of function fn.
 func FunctionName(fn string) string { return Name + "-" + fn }
 
-// newFunctions builds the four functions, their settings (each function's
-// main.go lists them) and their grants.
+// newFunctions builds the five functions, their settings (each named by
+// the constant of the component that reads it; shared/deploy.Settings
+// lists what each function reads) and their grants.
 func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	stack, s := st.Stack, st.Settings
 	arnOf := func(fn string) string {
@@ -77,9 +85,9 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 			map[string]any{"StringEquals": map[string]any{"iam:PassedToService": "scheduler.amazonaws.com"}}))
 	}
 	scheduleEnv := map[string]string{
-		"AGENTSFLEET_SCHEDULE_GROUP":      groupName,
-		"AGENTSFLEET_SCHEDULE_TARGET_ARN": scheduleARN,
-		"AGENTSFLEET_SCHEDULE_ROLE_ARN":   *schedulerRole.RoleArn(),
+		eventbridge.EnvGroup:  groupName,
+		eventbridge.EnvTarget: scheduleARN,
+		eventbridge.EnvRole:   *schedulerRole.RoleArn(),
 	}
 	mk := func(name string, sh shape, env map[string]string, vpc bool) *function {
 		return newFunction(st, name, arnOf(name), sh, env, vpc)
@@ -90,17 +98,17 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// fleet's secrets. No reserved concurrency: the runner calls it
 	// synchronously, and a throttled call would fail a tool call.
 	webEnv := map[string]string{}
-	for k, v := range map[string]string{"AGENTSFLEET_SEARCH_BACKEND": s.SearchBackend, "AGENTSFLEET_SEARCH_URL": s.SearchURL,
-		"AGENTSFLEET_SEARCH_API_KEY_SECRET": s.SearchAPIKeySecret} {
+	for k, v := range map[string]string{web.EnvSearchBackend: s.SearchBackend, web.EnvSearchURL: s.SearchURL,
+		web.EnvSearchKeySecret: s.SearchAPIKeySecret} {
 		if v != "" {
 			webEnv[k] = v
 		}
 	}
-	web := mk("webtools", shape{memoryMiB: 512, timeoutSeconds: 60}, webEnv, false)
-	web.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, fleetSecretArns(stack, s), nil))
+	webFn := mk("webtools", shape{memoryMiB: 512, timeoutSeconds: 60}, webEnv, false)
+	webFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, fleetSecretArns(stack, s), nil))
 	// The deployment's own secrets are never a fleet's, whatever the
 	// pattern FleetSecrets allows.
-	web.role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+	webFn.role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Effect:  awsiam.Effect_DENY,
 		Actions: jsii.Strings("secretsmanager:*"),
 		Resources: jsii.Strings(*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn(),
@@ -117,16 +125,16 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// invocations are asynchronous, so a throttled one waits in Lambda's
 	// queue instead of failing.
 	runnerEnv := map[string]string{
-		"AGENTSFLEET_TABLE":                   *st.Table.TableName(),
-		"AGENTSFLEET_CHECKPOINT_BUCKET":       *st.Bucket.BucketName(),
-		"AGENTSFLEET_FUNCTION_WEBTOOLS":       FunctionName("webtools"),
-		"AGENTSFLEET_FUNCTION_SLACK":          FunctionName("slack"),
-		"AGENTSFLEET_MODEL_PROVIDER":          s.ModelProvider,
-		"AGENTSFLEET_SANDBOX_CLUSTER":         *st.Sandbox.Cluster.ClusterName(),
-		"AGENTSFLEET_SANDBOX_TASK_DEFINITION": *st.Sandbox.Task.TaskDefinitionArn(),
-		"AGENTSFLEET_SANDBOX_SUBNETS":         *awscdk.Fn_Join(jsii.String(","), st.Sandbox.Subnets.SubnetIds),
-		"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": *st.Sandbox.Group.SecurityGroupId(),
-		"AGENTSFLEET_SANDBOX_PUBLIC_IP":       map[Network]string{Public: "true", Private: "false"}[s.Network],
+		store.EnvTable:             *st.Table.TableName(),
+		runner.EnvCheckpointBucket: *st.Bucket.BucketName(),
+		invoke.EnvWebtools:         FunctionName("webtools"),
+		invoke.EnvSlack:            FunctionName("slack"),
+		provider.EnvProvider:       s.ModelProvider,
+		ecs.EnvCluster:             *st.Sandbox.Cluster.ClusterName(),
+		ecs.EnvTaskDefinition:      *st.Sandbox.Task.TaskDefinitionArn(),
+		ecs.EnvSubnets:             *awscdk.Fn_Join(jsii.String(","), st.Sandbox.Subnets.SubnetIds),
+		ecs.EnvSecurityGroups:      *st.Sandbox.Group.SecurityGroupId(),
+		ecs.EnvPublicIP:            map[Network]string{Public: "true", Private: "false"}[s.Network],
 	}
 	for k, v := range scheduleEnv {
 		runnerEnv[k] = v
@@ -144,56 +152,56 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	if keyed {
 		runnerEnv[provider.EnvKeysSecret] = *st.Secrets.ModelKeys.SecretArn()
 	}
-	runner := mk("runner", shape{memoryMiB: 1024, timeoutSeconds: 900, reserved: s.RunnerConcurrency}, runnerEnv, s.Network == Private)
-	runner.role.AddToPolicy(allow(tableActions, table, nil))
+	runnerFn := mk("runner", shape{memoryMiB: 1024, timeoutSeconds: 900, reserved: s.RunnerConcurrency}, runnerEnv, s.Network == Private)
+	runnerFn.role.AddToPolicy(allow(tableActions, table, nil))
 	if keyed {
-		runner.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.ModelKeys.SecretArn()}, nil))
+		runnerFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.ModelKeys.SecretArn()}, nil))
 	}
 	// Itself (hand-over, child agents), webtools, and slack to post in a
 	// run's thread: only the slack function holds the Slack token.
-	runner.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runner.arn, web.arn, arnOf("slack")}, nil))
+	runnerFn.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn, webFn.arn, arnOf("slack")}, nil))
 	// Checkpoints and the fleets' folders; ListBucket so that a fleet's
 	// first HeadObject of its folder answers 404, not 403.
-	runner.role.AddToPolicy(allow([]string{"s3:GetObject", "s3:PutObject"},
+	runnerFn.role.AddToPolicy(allow([]string{"s3:GetObject", "s3:PutObject"},
 		[]string{*st.Bucket.ArnForObjects(jsii.String(CheckpointPrefix + "*")), *st.Bucket.ArnForObjects(jsii.String(FleetsPrefix + "*"))}, nil))
-	runner.role.AddToPolicy(allow([]string{"s3:ListBucket"}, []string{*st.Bucket.BucketArn()}, nil))
+	runnerFn.role.AddToPolicy(allow([]string{"s3:ListBucket"}, []string{*st.Bucket.BucketArn()}, nil))
 	// The sandbox tasks: this task definition, on this cluster, passing
 	// the execution role alone (the task has no role to pass).
 	cluster := map[string]any{"ArnEquals": map[string]any{"ecs:cluster": *st.Sandbox.Cluster.ClusterArn()}}
 	tasks := *stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ecs"), Resource: jsii.String("task"),
 		ResourceName: jsii.String(*st.Sandbox.Cluster.ClusterName() + "/*")})
-	runner.role.AddToPolicy(allow([]string{"ecs:RunTask"}, []string{*st.Sandbox.Task.TaskDefinitionArn()}, cluster))
-	runner.role.AddToPolicy(allow([]string{"ecs:StopTask", "ecs:DescribeTasks"}, []string{tasks}, cluster))
+	runnerFn.role.AddToPolicy(allow([]string{"ecs:RunTask"}, []string{*st.Sandbox.Task.TaskDefinitionArn()}, cluster))
+	runnerFn.role.AddToPolicy(allow([]string{"ecs:StopTask", "ecs:DescribeTasks"}, []string{tasks}, cluster))
 	// RunTask tags each task with its run (or the pool): tagging at
 	// creation needs ecs:TagResource, for RunTask alone.
-	runner.role.AddToPolicy(allow([]string{"ecs:TagResource"}, []string{tasks},
+	runnerFn.role.AddToPolicy(allow([]string{"ecs:TagResource"}, []string{tasks},
 		map[string]any{"StringEquals": map[string]any{"ecs:CreateAction": "RunTask"}}))
-	runner.role.AddToPolicy(allow([]string{"iam:PassRole"}, []string{*st.Sandbox.ExecutionRole.RoleArn()},
+	runnerFn.role.AddToPolicy(allow([]string{"iam:PassRole"}, []string{*st.Sandbox.ExecutionRole.RoleArn()},
 		map[string]any{"StringEquals": map[string]any{"iam:PassedToService": "ecs-tasks.amazonaws.com"}}))
 	if s.Network == Public {
 		// The task's public IP is on its network interface. This action
 		// takes no resource: "*" is the only form IAM accepts.
-		runner.role.AddToPolicy(allow([]string{"ec2:DescribeNetworkInterfaces"}, []string{"*"}, nil))
+		runnerFn.role.AddToPolicy(allow([]string{"ec2:DescribeNetworkInterfaces"}, []string{"*"}, nil))
 	}
 	if s.ModelProvider == provider.Bedrock {
 		// ConverseStream. A Definition may name any model, so the models
 		// are not known here; cross-region inference profiles route to a
 		// foundation model in another region.
-		runner.role.AddToPolicy(allow([]string{"bedrock:InvokeModelWithResponseStream"}, []string{
+		runnerFn.role.AddToPolicy(allow([]string{"bedrock:InvokeModelWithResponseStream"}, []string{
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("bedrock"), Region: jsii.String("*"), Account: jsii.String(""),
 				Resource: jsii.String("foundation-model"), ResourceName: jsii.String("*")}),
 			*stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("bedrock"), Resource: jsii.String("inference-profile"), ResourceName: jsii.String("*")}),
 		}, nil))
 	}
-	schedules(runner)
+	schedules(runnerFn)
 
 	// api: 512 MB for quick cold starts of the front door; 29 s, within
 	// API Gateway's 30 s integration limit. No reserved concurrency: it
 	// answers people and webhooks, and API Gateway throttles in front.
 	apiEnv := map[string]string{
-		"AGENTSFLEET_TABLE":             *st.Table.TableName(),
-		"AGENTSFLEET_FUNCTION_RUNNER":   runner.name,
-		"AGENTSFLEET_FUNCTION_WEBTOOLS": web.name,
+		store.EnvTable:     *st.Table.TableName(),
+		invoke.EnvRunner:   runnerFn.name,
+		invoke.EnvWebtools: webFn.name,
 	}
 	for k, v := range scheduleEnv {
 		apiEnv[k] = v
@@ -201,7 +209,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	api := mk("api", shape{memoryMiB: 512, timeoutSeconds: 29}, apiEnv, false)
 	api.role.AddToPolicy(allow(tableActions, table, nil))
 	// The runner to start runs; webtools to scrub schedule messages.
-	api.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runner.arn, web.arn}, nil))
+	api.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn, webFn.arn}, nil))
 	schedules(api)
 
 	// schedule: 256 MB, 30 s: a firing reads the fleet and the schedule,
@@ -209,15 +217,15 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// concurrency: Scheduler retries a throttled delivery, and the runner's
 	// own reservation is the cap that matters.
 	schedEnv := map[string]string{
-		"AGENTSFLEET_TABLE":           *st.Table.TableName(),
-		"AGENTSFLEET_FUNCTION_RUNNER": runner.name,
+		store.EnvTable:   *st.Table.TableName(),
+		invoke.EnvRunner: runnerFn.name,
 	}
 	for k, v := range scheduleEnv {
 		schedEnv[k] = v
 	}
 	sched := mk("schedule", shape{memoryMiB: 256, timeoutSeconds: 30}, schedEnv, false)
 	sched.role.AddToPolicy(allow(tableActions, table, nil))
-	sched.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runner.arn}, nil))
+	sched.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn}, nil))
 	schedules(sched)
 
 	// slack: 256 MB, 30 s: it verifies a request, records the run and
@@ -225,21 +233,21 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// streamed answer, an upload). No reserved concurrency: Slack retries
 	// what is not answered, and the runner's reservation caps the runs.
 	slackEnv := map[string]string{
-		"AGENTSFLEET_TABLE":                    *st.Table.TableName(),
-		"AGENTSFLEET_FUNCTION_RUNNER":          runner.name,
-		"AGENTSFLEET_SLACK_SIGNING_SECRET_ARN": *st.Secrets.SlackSigningSecret.SecretArn(),
-		"AGENTSFLEET_SLACK_BOT_TOKEN_ARN":      *st.Secrets.SlackBotToken.SecretArn(),
+		store.EnvTable:            *st.Table.TableName(),
+		invoke.EnvRunner:          runnerFn.name,
+		slack.EnvSigningSecretARN: *st.Secrets.SlackSigningSecret.SecretArn(),
+		slack.EnvBotTokenARN:      *st.Secrets.SlackBotToken.SecretArn(),
 	}
 	if s.SlackDefaultFleet != "" {
-		slackEnv["AGENTSFLEET_SLACK_DEFAULT_FLEET"] = s.SlackDefaultFleet
+		slackEnv[slack.EnvDefaultFleet] = s.SlackDefaultFleet
 	}
-	slack := mk("slack", shape{memoryMiB: 256, timeoutSeconds: 30}, slackEnv, false)
-	slack.role.AddToPolicy(allow(tableActions, table, nil))
-	slack.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runner.arn}, nil))
-	slack.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"},
+	slackFn := mk("slack", shape{memoryMiB: 256, timeoutSeconds: 30}, slackEnv, false)
+	slackFn.role.AddToPolicy(allow(tableActions, table, nil))
+	slackFn.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn}, nil))
+	slackFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"},
 		[]string{*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn()}, nil))
 
-	return functions{api: api, runner: runner, schedule: sched, slack: slack, webtools: web}
+	return functions{api: api, runner: runnerFn, schedule: sched, slack: slackFn, webtools: webFn}
 }
 
 // newFunction is function name from LambdaDir/name/bootstrap with its own
