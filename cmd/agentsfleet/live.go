@@ -212,12 +212,13 @@ func clipLine(s string, n int) string {
 	return string([]rune(s)[:n-1]) + "…"
 }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w is a terminal (getTermios is the system's
+// request for a terminal's settings: terminal_linux.go, terminal_other.go).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
 	return err == nil
 }

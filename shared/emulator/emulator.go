@@ -77,7 +77,7 @@ func Start(ctx context.Context, addr string) (*Moto, error) {
 	}
 	cmd := exec.Command(python, filepath.Join(root, "localstack", "moto_server.py"), "--host", host, "--port", port)
 	cmd.Stderr = nil // moto logs every request there; keep test output readable
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = procAttr()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("moto stdout: %w", err)
