@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	tableName := fs.String("table", table, "DynamoDB table name")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := needsLinux("dev", runtime.GOOS); err != nil {
+		return err
 	}
 	work, err := filepath.Abs(*workdir)
 	if err != nil {

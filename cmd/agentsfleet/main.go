@@ -20,6 +20,7 @@ commands:
   validate FILE...        check fleet Definitions (.toml or .json); prints each one's hash
   run -f DEFINITION [--workdir DIR] [--output json] [--state DIR] [--env NAME] INPUT
                           run the fleet once on this machine and print its events and answer
+                          (Linux only: its sandbox is confined with seccomp and Landlock)
   tools [--output json] [TOOL...]
                           list the tools: where each runs, its scope, description and schema
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
@@ -28,6 +29,8 @@ commands:
                           into the table with your AWS credentials: a deployment's first key
   dev [--workdir DIR] [--state DIR] [--table NAME]
                           run the product on this machine against moto (or AWS_ENDPOINT_URL)
+                          (Linux only, as run)
+  version                 print this binary's version and system
 
 commands against the HTTP API of agentsfleet dev or a deployment:
   apply -f FILE           apply a Definition (.toml or .json): its fleet's next revision
@@ -94,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return table(ctx, args[1:], stdout)
 	case "dev":
 		return dev(ctx, args[1:], stdout, stderr, os.Getenv)
+	case "version":
+		return versionCmd(args[1:], stdout)
 	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "cancel", "schedules", "schedule", "keys":
 		return remote(ctx, args, stdout, os.Getenv)
 	case "slack":

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -45,6 +46,9 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return fmt.Errorf("%w: run needs the INPUT: what to ask the fleet", errUsage)
 	case *output != "text" && *output != "json":
 		return fmt.Errorf("%w: --output is text or json, not %q", errUsage, *output)
+	}
+	if err := needsLinux("run", runtime.GOOS); err != nil {
+		return err
 	}
 	def, err := readDefinition(*file)
 	if err != nil {
