@@ -3,7 +3,9 @@ package egress
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
@@ -21,9 +23,13 @@ func Settings() []setting.Var {
 
 // AllowFromEnv reads AllowEnv with getenv. Unset, it returns the zero
 // AddrPort (nothing admitted). Set, it must be a loopback ip:port with a
-// non-zero port, or AllowFromEnv returns an error; the setting is refused
-// inside Lambda (AWS_LAMBDA_RUNTIME_API set), where loopback serves the
-// Lambda runtime API. When it is accepted, it is logged at WARN on log
+// non-zero port, or AllowFromEnv returns an error. Inside Lambda
+// (AWS_LAMBDA_RUNTIME_API set) it is refused when it names the Runtime
+// API's own address, which loopback serves there: a fleet must never reach
+// the invocations of its function. (A deployment on one machine, package
+// e2e/deployment, runs the real bootstraps under a Runtime API of its own
+// and admits a test server this way; the stack never sets it, which its
+// settings test checks.) When it is accepted, it is logged at WARN on log
 // (slog.Default() if nil) so that nobody runs with it unknowingly.
 //
 // This is the only way to set Policy.Allow outside Go tests: nothing in a
@@ -33,12 +39,14 @@ func AllowFromEnv(getenv func(string) string, log *slog.Logger) (netip.AddrPort,
 	if v == "" {
 		return netip.AddrPort{}, nil
 	}
-	if getenv(setting.LambdaRuntimeAPI) != "" {
-		return netip.AddrPort{}, fmt.Errorf("%s is a test-only setting and is refused inside Lambda", AllowEnv)
-	}
 	ap, err := netip.ParseAddrPort(v)
 	if err != nil || !ap.Addr().Unmap().IsLoopback() || ap.Port() == 0 {
 		return netip.AddrPort{}, fmt.Errorf("%s=%q: want a loopback ip:port such as 127.0.0.1:8080", AllowEnv, v)
+	}
+	if rt := getenv(setting.LambdaRuntimeAPI); rt != "" {
+		if _, port, err := net.SplitHostPort(rt); err != nil || port == strconv.Itoa(int(ap.Port())) {
+			return netip.AddrPort{}, fmt.Errorf("%s=%s is refused inside Lambda: it names the port of the Lambda Runtime API (%s)", AllowEnv, v, rt)
+		}
 	}
 	if log == nil {
 		log = slog.Default()

@@ -279,6 +279,12 @@ func TestAllowFromEnv(t *testing.T) {
 		{env: map[string]string{egress.AllowEnv: "127.0.0.1:0"}, wantErr: true},
 		{env: map[string]string{egress.AllowEnv: "localhost:8080"}, wantErr: true},
 		{env: map[string]string{egress.AllowEnv: "127.0.0.1:9001", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, wantErr: true},
+		{env: map[string]string{egress.AllowEnv: "127.0.0.2:9001", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, wantErr: true},
+		{env: map[string]string{egress.AllowEnv: "[::1]:9001", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, wantErr: true},
+		{env: map[string]string{egress.AllowEnv: "127.0.0.1:9001", "AWS_LAMBDA_RUNTIME_API": "not an address"}, wantErr: true},
+		// Under a Runtime API of its own (a deployment on one machine),
+		// another loopback address is a test server.
+		{env: map[string]string{egress.AllowEnv: "127.0.0.1:8080", "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"}, want: "127.0.0.1:8080"},
 	}
 	for _, tt := range tests {
 		var logged strings.Builder
