@@ -348,7 +348,7 @@ type dev struct {
 // startDev starts `agentsfleet dev` from the repository's root, as `make
 // dev` does, with a clean environment plus extra, and waits until it says
 // it is ready.
-func startDev(t *testing.T, work, state string, extra map[string]string) *dev {
+func startDev(t testing.TB, work, state string, extra map[string]string) *dev {
 	t.Helper()
 	addr := freeAddr(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(),
@@ -462,7 +462,7 @@ func (d *dev) waitRun(t *testing.T, match func(map[string]any) bool) map[string]
 // stop sends dev Ctrl-C (SIGINT) and checks that it exits cleanly and
 // leaves nothing behind: no process of its group or started from the
 // test's binaries, no emulator, no API.
-func (d *dev) stop(t *testing.T) {
+func (d *dev) stop(t testing.TB) {
 	t.Helper()
 	d.cmd.Process.Signal(syscall.SIGINT)
 	select {
@@ -512,7 +512,7 @@ func processesUnder(folders ...string) []string {
 }
 
 // freeAddr is a loopback address nothing listens on now.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -69,7 +69,7 @@ type modelFake struct {
 	calls    int
 }
 
-func newModelFake(t *testing.T, convs ...conversation) *modelFake {
+func newModelFake(t testing.TB, convs ...conversation) *modelFake {
 	f := &modelFake{convs: convs}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)

@@ -12,7 +12,7 @@ import (
 // refuses (a stream in a channel without its recipient among them).
 type slackFake struct{ *slacktest.Server }
 
-func newSlackFake(t *testing.T, token string) *slackFake { return &slackFake{slacktest.New(t, token)} }
+func newSlackFake(t testing.TB, token string) *slackFake { return &slackFake{slacktest.New(t, token)} }
 
 // seen returns the calls the fake took, and the methods it saw.
 func (f *slackFake) seen() ([]slacktest.Call, []string) { return f.Calls(), f.Sorted() }
