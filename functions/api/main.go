@@ -6,7 +6,7 @@
 // API.HandleGateway, API Gateway's adapter (shared/gateway) over the
 // http.Handler that `agentsfleet dev` serves.
 //
-// Settings (environment; shared/deploy.Settings("api") lists them):
+// Settings (environment; shared/deploy/apifn.Settings lists them):
 //
 //	AGENTSFLEET_TABLE                 the DynamoDB table
 //	AGENTSFLEET_FUNCTION_RUNNER       the runner function's name or ARN
@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/apifn"
 )
 
 func main() {
@@ -41,7 +42,7 @@ func main() {
 		log.Error("api: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	a, err := deploy.NewAPI(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
+	a, err := apifn.New(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("api: cannot start", "error", err)
 		os.Exit(1)

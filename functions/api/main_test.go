@@ -11,11 +11,12 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/apifn"
 )
 
 // build is what main builds, with the settings of env.
 func build(env func(string) string, log *slog.Logger) (*api.API, error) {
-	return deploy.NewAPI(context.Background(), deploy.Env{Getenv: env, AWS: aws.Config{Region: "eu-west-1"}, Log: log})
+	return apifn.New(context.Background(), deploy.Env{Getenv: env, AWS: aws.Config{Region: "eu-west-1"}, Log: log})
 }
 
 func TestBuildSaysWhatIsMissing(t *testing.T) {

@@ -357,3 +357,43 @@ func BenchmarkColdStart(b *testing.B) {
 			float64(med)/float64(base), float64(size)/1e6)
 	}
 }
+
+// TestEachFunctionLinksItsOwn: a function links its own builder alone
+// (shared/deploy/<name>fn), and only the runner links the model
+// providers' SDKs and the ECS and EC2 clients of its sandboxes: a package
+// linked is a package initialised at every cold start. (When the five
+// builders were one package, every function linked all of them: the api,
+// schedule and slack functions were 35 MB instead of 13.)
+func TestEachFunctionLinksItsOwn(t *testing.T) {
+	t.Parallel()
+	runnerOnly := []string{
+		"github.com/agentsfleet/agentsfleet/shared/model/provider",
+		"github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"github.com/aws/aws-sdk-go-v2/service/ecs",
+		"github.com/aws/aws-sdk-go-v2/service/ec2",
+		"github.com/openai/openai-go/v3",
+		"github.com/anthropics/anthropic-sdk-go/v2",
+	}
+	for _, name := range functions {
+		cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-deps", "-f", "{{.ImportPath}}", binaries[name])
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", name, err, out)
+		}
+		deps := strings.Fields(string(out))
+		for _, pkg := range deps {
+			if builder, ok := strings.CutPrefix(pkg, "github.com/agentsfleet/agentsfleet/shared/deploy/"); ok && builder != name+"fn" {
+				t.Errorf("the %s function links %s, another function's builder", name, pkg)
+			}
+		}
+		if name == "runner" {
+			continue
+		}
+		for _, pkg := range runnerOnly {
+			if slices.Contains(deps, pkg) {
+				t.Errorf("the %s function links %s, which only the runner needs", name, pkg)
+			}
+		}
+	}
+}

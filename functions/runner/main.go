@@ -4,7 +4,7 @@
 // itself when an invocation nears its deadline, or {"run_id": "…",
 // "child_id": "…"} for a child agent's invocation (InvocationType Event).
 //
-// Settings (environment; shared/deploy.Settings("runner") lists them):
+// Settings (environment; shared/deploy/runnerfn.Settings lists them):
 //
 //	AGENTSFLEET_TABLE                 the DynamoDB table
 //	AGENTSFLEET_CHECKPOINT_BUCKET     S3 bucket for checkpoints larger than an item and the fleets' folders (optional)
@@ -57,6 +57,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/runnerfn"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 )
 
@@ -67,7 +68,7 @@ func main() {
 		log.Error("runner: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	r, err := deploy.NewRunner(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
+	r, err := runnerfn.New(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("runner: cannot start", "error", err)
 		os.Exit(1)

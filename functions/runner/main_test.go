@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/runnerfn"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
 
@@ -34,7 +35,7 @@ func TestSampleEvents(t *testing.T) {
 
 // newRunner is what main builds, with the settings of env.
 func newRunner(env map[string]string) (*runner.Runner, error) {
-	return deploy.NewRunner(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
+	return runnerfn.New(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
 		AWS: aws.Config{Region: "us-east-1"}, Log: slog.New(slog.DiscardHandler)})
 }
 

@@ -8,7 +8,7 @@
 // Scheduler delivers at least once; a repeated delivery of a firing starts
 // no second run.
 //
-// Settings (environment; shared/deploy.Settings("schedule") lists them):
+// Settings (environment; shared/deploy/schedulefn.Settings lists them):
 //
 //	AGENTSFLEET_TABLE                 the DynamoDB table
 //	AGENTSFLEET_FUNCTION_RUNNER       the runner function's name or ARN, started on each run
@@ -35,6 +35,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/schedulefn"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 )
 
@@ -45,7 +46,7 @@ func main() {
 		log.Error("schedule: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	k, err := deploy.NewSchedule(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
+	k, err := schedulefn.New(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("schedule: cannot start", "error", err)
 		os.Exit(1)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/schedulefn"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
@@ -36,7 +37,7 @@ const (
 // build is what main builds, with the settings of env and inv (nil:
 // Lambda's) calling the other functions.
 func build(awsCfg aws.Config, env map[string]string, inv invoke.Invoker) (*keeper.Keeper, error) {
-	return deploy.NewSchedule(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
+	return schedulefn.New(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
 		AWS: awsCfg, Log: slog.New(slog.DiscardHandler), Invoker: inv})
 }
 

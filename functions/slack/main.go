@@ -9,7 +9,7 @@
 // that reads the Slack bot token; the runner asks it to post in a run's
 // thread by invoking it with a thread.Request (shared/slack/thread).
 //
-// Settings (environment; shared/deploy.Settings("slack") lists them):
+// Settings (environment; shared/deploy/slackfn.Settings lists them):
 //
 //	AGENTSFLEET_TABLE                      the DynamoDB table
 //	AGENTSFLEET_FUNCTION_RUNNER            the runner function's name or ARN
@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/slackfn"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 )
 
@@ -47,7 +48,7 @@ func main() {
 		log.Error("slack: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	f, err := deploy.NewSlack(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
+	f, err := slackfn.New(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("slack: cannot start", "error", err)
 		os.Exit(1)

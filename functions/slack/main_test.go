@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/slackfn"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -34,7 +35,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // build is the handler main registers, with the settings of getenv and inv
 // (nil: Lambda's) calling the runner.
 func build(getenv func(string) string, awsCfg aws.Config, inv invoke.Invoker, log *slog.Logger) (invoke.Handler, error) {
-	f, err := deploy.NewSlack(context.Background(), deploy.Env{Getenv: getenv, AWS: awsCfg, Log: log, Invoker: inv})
+	f, err := slackfn.New(context.Background(), deploy.Env{Getenv: getenv, AWS: awsCfg, Log: log, Invoker: inv})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@
 // NAME=value lines or a JSON object, and each NAME becomes a fleet secret.
 // The deployment settings come from the environment as in Lambda.
 //
-// Settings (environment; shared/deploy.Settings("webtools") lists them;
+// Settings (environment; shared/deploy/webtoolsfn.Settings lists them;
 // shared/web reads them):
 //
 //	AGENTSFLEET_SEARCH_BACKEND          brave, searxng, or unset: no websearch
@@ -42,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/webtoolsfn"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
@@ -59,7 +60,7 @@ func main() {
 		log.Error("webtools: cannot start", "error", fmt.Errorf("load the AWS configuration: %w", err))
 		os.Exit(1)
 	}
-	svc, err := deploy.NewWebtools(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
+	svc, err := webtoolsfn.New(ctx, deploy.Env{Getenv: os.Getenv, AWS: awsCfg, Log: log})
 	if err != nil {
 		log.Error("webtools: cannot start", "error", err)
 		os.Exit(1)

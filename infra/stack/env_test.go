@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/infra/stack"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/settings"
 	"github.com/agentsfleet/agentsfleet/shared/model/anthropic"
 	"github.com/agentsfleet/agentsfleet/shared/model/openai"
 	"github.com/agentsfleet/agentsfleet/shared/web"
@@ -16,7 +17,7 @@ import (
 // TestFunctionSettings: in each layout, and with every optional setting
 // of the stack set, the template gives each function every setting its
 // main cannot start without, and no setting its main does not read:
-// shared/deploy.Settings, which shared/deploy's tests hold to what each
+// shared/deploy/settings.Of, which its tests hold to what each
 // function's builder reads. (Lambda sets AWS_LAMBDA_FUNCTION_NAME itself.)
 // No function is given a setting meant for one machine only.
 func TestFunctionSettings(t *testing.T) {
@@ -35,7 +36,7 @@ func TestFunctionSettings(t *testing.T) {
 	// Manager secret instead).
 	localOnly := map[string]bool{egress.AllowEnv: true, anthropic.EnvAPIKey: true, openai.EnvAPIKey: true, web.EnvSearchKey: true}
 	for _, fn := range deploy.Functions {
-		for _, v := range deploy.Settings(fn) {
+		for _, v := range settings.Of(fn) {
 			if v.Or != "" {
 				localOnly[v.Or] = true
 			}
@@ -52,7 +53,7 @@ func TestFunctionSettings(t *testing.T) {
 			env, _ := p["Environment"].(map[string]any)
 			vars, _ := env["Variables"].(map[string]any)
 			reads := map[string]bool{}
-			for _, v := range deploy.Settings(fn) {
+			for _, v := range settings.Of(fn) {
 				reads[v.Name] = true
 				_, has := vars[v.Name]
 				_, hasOr := vars[v.Or]

@@ -50,7 +50,7 @@ type functions struct {
 func FunctionName(fn string) string { return Name + "-" + fn }
 
 // newFunctions builds the five functions, their settings (each named by
-// the constant of the component that reads it; shared/deploy.Settings
+// the constant of the component that reads it; shared/deploy/settings.Of
 // lists what each function reads) and their grants.
 func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	stack, s := st.Stack, st.Settings

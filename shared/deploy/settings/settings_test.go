@@ -1,4 +1,4 @@
-package deploy_test
+package settings_test
 
 import (
 	"context"
@@ -16,6 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/apifn"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/runnerfn"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/schedulefn"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/settings"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/slackfn"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/webtoolsfn"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
@@ -26,15 +32,15 @@ func build(function string, getenv func(string) string) error {
 	var err error
 	switch function {
 	case "api":
-		_, err = deploy.NewAPI(ctx, e)
+		_, err = apifn.New(ctx, e)
 	case "runner":
-		_, err = deploy.NewRunner(ctx, e)
+		_, err = runnerfn.New(ctx, e)
 	case "schedule":
-		_, err = deploy.NewSchedule(ctx, e)
+		_, err = schedulefn.New(ctx, e)
 	case "slack":
-		_, err = deploy.NewSlack(ctx, e)
+		_, err = slackfn.New(ctx, e)
 	case "webtools":
-		_, err = deploy.NewWebtools(ctx, e)
+		_, err = webtoolsfn.New(ctx, e)
 	}
 	return err
 }
@@ -99,13 +105,13 @@ func TestSettingsAreWhatIsRead(t *testing.T) {
 			read[setting.LambdaRuntimeAPI] = true
 		}
 		got := slices.Sorted(maps.Keys(read))
-		want := setting.Names(deploy.Settings(fn))
+		want := setting.Names(settings.Of(fn))
 		sort.Strings(want)
 		if !slices.Equal(got, want) {
-			t.Errorf("%s reads %q,\n Settings(%q) lists %q", fn, got, fn, want)
+			t.Errorf("%s reads %q,\n settings.Of(%q) lists %q", fn, got, fn, want)
 		}
 	}
-	if deploy.Settings("nope") != nil {
+	if settings.Of("nope") != nil {
 		t.Error("Settings of no function is not nil")
 	}
 }
@@ -116,7 +122,7 @@ func TestRequiredSettings(t *testing.T) {
 	t.Parallel()
 	for _, fn := range deploy.Functions {
 		env := deployments[fn][0]
-		for _, v := range deploy.Settings(fn) {
+		for _, v := range settings.Of(fn) {
 			if !v.Required {
 				continue
 			}
@@ -142,7 +148,7 @@ var agentsfleetVar = regexp.MustCompile(`\b(AGENTSFLEET|ANTHROPIC|OPENAI)_[A-Z0-
 func TestMainsDocumentTheirSettings(t *testing.T) {
 	t.Parallel()
 	for _, fn := range deploy.Functions {
-		path := filepath.Join("..", "..", "functions", fn, "main.go")
+		path := filepath.Join("..", "..", "..", "functions", fn, "main.go")
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.PackageClauseOnly)
 		if err != nil || f.Doc == nil {
 			t.Fatalf("%s: %v (or no doc comment)", path, err)
@@ -153,7 +159,7 @@ func TestMainsDocumentTheirSettings(t *testing.T) {
 			named[name] = true
 		}
 		reads := map[string]bool{}
-		for _, v := range deploy.Settings(fn) {
+		for _, v := range settings.Of(fn) {
 			reads[v.Name] = true
 			if !named[v.Name] && !v.ByLambda() {
 				t.Errorf("%s does not document %s, which %s reads", path, v.Name, fn)

@@ -1,0 +1,123 @@
+// Package runnerfn builds the runner function (functions/runner): the agent loop, from its settings, as a deployment
+// configures it (see package deploy). Its main imports it alone.
+package runnerfn
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/model/provider"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
+	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
+	"github.com/agentsfleet/agentsfleet/shared/setting"
+	"github.com/agentsfleet/agentsfleet/shared/store"
+)
+
+// calls are the functions it calls, and the settings that name them.
+var calls = []invoke.Callee{
+	{Function: invoke.Runner, Env: setting.LambdaFunctionName, Required: true}, // itself: hand-over, child agents
+	{Function: invoke.Webtools, Env: invoke.EnvWebtools, Required: true},
+	{Function: invoke.Slack, Env: invoke.EnvSlack}, // without it, runs from Slack post nothing in their threads
+}
+
+// Settings are the variables New reads, each with whether the function
+// starts without it.
+func Settings() []setting.Var {
+	return setting.Join(store.Settings(), invoke.Settings(calls), ecs.Settings(), pool.Settings(),
+		provider.Settings(), keeper.Settings(), runner.Settings(), callback.Settings())
+}
+
+// noSandboxes is why sandbox tools cannot run in a deployment whose
+// sandbox settings are not set.
+const noSandboxes = "this deployment has no sandboxes: its runner has no AGENTSFLEET_SANDBOX_* settings (an ECS cluster, task definition, subnets and security groups for the sandbox tasks); the file and shell tools run only with `agentsfleet run` and `agentsfleet dev` until they are set"
+
+// New is the runner function: the agent loop over the table, the
+// model of the provider settings (Bedrock by default), sandboxes as ECS
+// tasks, the webtools function, the slack function for runs' threads, the
+// schedule tools when the Scheduler settings are there, and the checkpoint
+// bucket. Its handler is Runner.Handle.
+func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
+	getenv, log := e.Getenv, e.Logger()
+	if err := setting.Check(getenv, Settings(), "the runner function"); err != nil {
+		return nil, err
+	}
+	st, err := store.FromEnv(getenv, e.AWS)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := e.Calls(calls)
+	if err != nil {
+		return nil, err
+	}
+	sandboxes, warm, err := sandboxLauncher(getenv, e.AWS, st, log)
+	if err != nil {
+		return nil, err
+	}
+	chosen, err := provider.FromEnv(ctx, getenv, provider.Bedrock, func(context.Context) (aws.Config, error) { return e.AWS, nil })
+	if err != nil {
+		return nil, err
+	}
+	callbacks, err := callback.FromEnv(getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := runner.Config{
+		Store:        st,
+		Model:        chosen.Model,
+		DefaultModel: chosen.DefaultModel,
+		Sandboxes:    sandboxes,
+		Invoker:      inv,
+		Callbacks:    callbacks,
+		Log:          log,
+	}
+	if cfg.Lease, err = runner.LeaseFromEnv(getenv); err != nil {
+		return nil, err
+	}
+	k, ok, err := keeper.FromEnv(getenv, e.AWS, st, inv, log)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		cfg.Schedules = k.Book()
+	}
+	if blobs, folders, ok := runner.BucketFromEnv(getenv, e.AWS); ok {
+		cfg.Blobs, cfg.Folders = blobs, folders
+	}
+	_, none := sandboxes.(launch.None)
+	log.Info("runner ready", "model", chosen.About, "table", getenv(store.EnvTable), "sandboxes", !none, "warm", pool.FormatTargets(warm))
+	return runner.New(cfg)
+}
+
+// sandboxLauncher is the runner's sandboxes: the ECS launcher of the
+// sandbox settings, always behind a pool with its records in st, whose
+// targets are warm (every size at 0 when AGENTSFLEET_SANDBOX_WARM is
+// unset): the pool's records are how another invocation finds the run's
+// task (a claimed record) instead of starting a second one. Without the
+// settings, launch.None.
+func sandboxLauncher(getenv func(string) string, awsCfg aws.Config, st *store.Store, log *slog.Logger) (launch.Launcher, map[fleet.SandboxSize]int, error) {
+	tasks, ok, err := ecs.FromEnv(getenv, awsCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	warm, err := pool.TargetsFromEnv(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return launch.None{Why: noSandboxes}, warm, nil
+	}
+	p, err := pool.New(pool.Config{Starter: tasks, Records: st, Target: warm, Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, warm, nil
+}
