@@ -28,6 +28,15 @@ class Handler(MotoRequestHandler):
 
     timeout = 5
 
+    def run_wsgi(self) -> None:
+        # The request line has come: the body and the answer may wait on a
+        # client slowed by a busy machine far longer than an idle dial may
+        # hold the server. A send cut at 5 s left a client a truncated
+        # answer (a bad CRC32), whose retry of a conditional write that had
+        # landed then failed its own condition.
+        self.connection.settimeout(120)
+        super().run_wsgi()
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
