@@ -97,15 +97,15 @@ tools = ["spawn_agent", "wait_agent"]
 	before := dp.Invocations("runner")
 	measure(dp.URL(), dp.key, "bench: one child")
 	perChildRun := dp.Invocations("runner") - before
+	dp.Close() // before dev starts: its stop checks that no process of the test's is left
 
-	model := newModelFake(b, quick)
+	model, slackAPI := newModelFake(b, quick), newSlackFake(b, botToken)
 	work := filepath.Join(b.TempDir(), "work")
 	os.MkdirAll(work, 0o755)
 	dev := startDev(b, work, filepath.Join(b.TempDir(), "state"), map[string]string{
-		"AGENTSFLEET_MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": model.URL + "/v1", "AGENTSFLEET_MODEL": "e2e-model"})
+		"AGENTSFLEET_MODEL_PROVIDER": "openai", "OPENAI_BASE_URL": model.URL + "/v1", "AGENTSFLEET_MODEL": "e2e-model",
+		"AGENTSFLEET_SLACK_SIGNING_SECRET": signing, "AGENTSFLEET_SLACK_BOT_TOKEN": botToken, "AGENTSFLEET_SLACK_API_URL": slackAPI.URL + "/api/"})
 	defer dev.stop(b)
-	devDef := filepath.Join(b.TempDir(), "bench.toml")
-	os.WriteFile(devDef, []byte(def), 0o644)
 	req, _ := http.NewRequest("PUT", dev.base+"/v1/fleets/bench", strings.NewReader(def))
 	req.Header.Set("Authorization", "Bearer "+dev.key)
 	req.Header.Set("Content-Type", "application/toml")
