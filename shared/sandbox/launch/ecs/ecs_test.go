@@ -1,3 +1,5 @@
+//go:build linux
+
 package ecs_test
 
 import (
