@@ -69,14 +69,6 @@ func (d *Deployment) Kill(short string, drop bool) int {
 	return f.Kill("killed by the test", drop)
 }
 
-// Busy is how many of the function's containers run an invocation now.
-func (d *Deployment) Busy(short string) int {
-	if f := d.function(short); f != nil {
-		return f.busy()
-	}
-	return 0
-}
-
 // Invocations counts the function's invocations so far (each attempt of
 // an asynchronous one).
 func (d *Deployment) Invocations(short string) int64 {
@@ -116,17 +108,6 @@ func (d *Deployment) Denied() []string {
 		}
 	}
 	return out
-}
-
-// Logs is everything the function's containers wrote.
-func (d *Deployment) Logs(short string) string {
-	f := d.function(short)
-	if f == nil {
-		return ""
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.log.String()
 }
 
 // SandboxTasks is how many sandbox tasks have a sandboxd running now.

@@ -49,7 +49,6 @@ type function struct {
 	idle       int // containers waiting for an invocation
 	starting   int
 	waiting    int // invocations not yet taken
-	log        bytes.Buffer
 
 	invocations, completed atomic.Int64
 }
@@ -366,32 +365,15 @@ func (f *function) Kill(why string, drop bool) int {
 	return len(cs)
 }
 
-func (f *function) busy() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for c := range f.containers {
-		c.mu.Lock()
-		if c.current != nil {
-			n++
-		}
-		c.mu.Unlock()
-	}
-	return n
-}
-
 func (f *function) logf(format string, a ...any) {
 	fmt.Fprintf(&prefixWriter{f: f}, "harness: "+format+"\n", a...)
 }
 
-// prefixWriter keeps a function's output, and copies it to the
-// deployment's log with the function's name before each line.
+// prefixWriter copies a function's output to the deployment's log, the
+// function's logical id before each line.
 type prefixWriter struct{ f *function }
 
 func (w *prefixWriter) Write(p []byte) (int, error) {
-	w.f.mu.Lock()
-	w.f.log.Write(p)
-	w.f.mu.Unlock()
 	if out := w.f.d.opts.Log; out != nil {
 		var b bytes.Buffer
 		for _, line := range strings.SplitAfter(string(p), "\n") {

@@ -18,7 +18,6 @@ type template struct {
 type resource struct {
 	Type       string                     `json:"Type"`
 	Properties map[string]json.RawMessage `json:"Properties"`
-	Metadata   map[string]any             `json:"Metadata"`
 }
 
 func readTemplate(path string) (*template, error) {
