@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
 
@@ -27,7 +28,7 @@ func TestTextViewShowsChildrenApart(t *testing.T) {
 	v.note(runner.Note{Agent: kid, Event: ev(runner.EventToolResult, runner.ToolResult{Name: "bash", Output: "12"})})
 	v.note(runner.Note{Event: ev(runner.EventChildEnded, runner.ChildEnded{ChildID: kid, Status: "interrupted"})})
 	v.note(runner.Note{Thinking: true, Text: "All done."})
-	v.note(runner.Note{Event: ev(runner.EventRunEnded, runner.RunEnded{Status: "succeeded", Answer: "All done."})})
+	v.note(runner.Note{Event: ev(runner.EventRunEnded, runner.RunEnded{Result: afrun.Result{Status: afrun.StatusSucceeded, Answer: "All done."}})})
 	got := out.String()
 	for _, want := range []string{
 		"→ spawn_agent",

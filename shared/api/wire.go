@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -60,13 +61,18 @@ type RunSummary struct {
 }
 
 // Run is one run: its summary, and once it has ended its answer, error and
-// usage.
+// usage (package run's Result, whose status is the summary's).
 type Run struct {
 	RunSummary
-	Answer string           `json:"answer"`
-	Error  *runner.RunError `json:"error"`
-	Usage  runner.Usage     `json:"usage"`
-	Reason string           `json:"reason,omitempty"`
+	Answer string     `json:"answer"`
+	Error  *run.Error `json:"error"`
+	Usage  run.Usage  `json:"usage"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// SetResult sets r's status, answer, error and usage to res, a run.ended's.
+func (r *Run) SetResult(res run.Result) {
+	r.Status, r.Answer, r.Error, r.Usage = store.Status(res.Status), res.Answer, res.Error, res.Usage
 }
 
 // RunPage is a page of a fleet's runs, newest first.

@@ -27,12 +27,7 @@ func (x *execution) deliverCallback(ctx context.Context) {
 		log.Warn("no webhook secret to sign the callback with", "error", err)
 		return
 	}
-	e := x.st.Ended
-	res := callback.Result{RunID: x.run.ID, Fleet: x.run.Fleet, Status: string(e.Status), Source: string(x.run.Source),
-		Answer: e.Answer, Usage: callback.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, ToolCalls: e.Usage.ToolCalls}}
-	if e.Error != nil {
-		res.Error = &callback.Error{Code: e.Error.Code, Message: e.Error.Message}
-	}
+	res := callback.Result{RunID: x.run.ID, Fleet: x.run.Fleet, Source: string(x.run.Source), Result: x.st.Ended.Result}
 	if err := x.r.cfg.Callbacks.Deliver(ctx, x.run.CallbackURL, secret, res); err != nil {
 		log.Warn("the callback was not delivered", "error", err)
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
@@ -496,7 +497,7 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 		payload, _ := json.Marshal(Payload{RunID: x.run.ID, ChildID: c.ID})
 		if err := x.r.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
 			ended := ChildEnded{ChildID: c.ID, Status: store.ChildFailed, ParentID: c.ParentID,
-				Error: &RunError{Code: CodeInternal, Message: "its runner could not be invoked: " + err.Error()}}
+				Error: &RunError{Code: run.CodeInternal, Message: "its runner could not be invoked: " + err.Error()}}
 			ev := agentEvent(newEvent(EventChildEnded, ended), x.agentID())
 			if _, seq, ferr := x.r.cfg.Store.FinishChild(context.WithoutCancel(ctx), x.run.ID, c.ID, store.ChildFailed,
 				ended.Error.Code+": "+ended.Error.Message, ev); ferr == nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -94,44 +95,23 @@ const (
 	InterruptedByAgent  = "agent"
 )
 
-// RunEnded is run.ended's data. An answer longer than MaxEventAnswer is
-// cut there, and AnswerTruncated says so.
+// RunEnded is run.ended's data: the run's result (package run) and, for an
+// answer longer than MaxEventAnswer, which is cut there, AnswerTruncated.
 type RunEnded struct {
-	Status          store.Status `json:"status"`
-	Answer          string       `json:"answer"`
-	AnswerTruncated bool         `json:"answer_truncated,omitempty"`
-	Error           *RunError    `json:"error"`
-	Usage           Usage        `json:"usage"`
+	run.Result
+	AnswerTruncated bool `json:"answer_truncated,omitempty"`
 }
 
 // MaxEventAnswer is how much of the answer run.ended keeps: an event is
 // one DynamoDB item.
 const MaxEventAnswer = 256 << 10
 
-// RunError is why a run failed: a product code (fault) or one of the
-// runner's own codes below, and a message for people.
-type RunError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// RunError is why a run or a child failed (run.Error); its codes are
+// package run's and shared/fault's.
+type RunError = run.Error
 
-// The runner's own error codes, for failures that carry no product code.
-const (
-	CodeModel      = "model_error"        // the model failed and retries did not help
-	CodeDefinition = "definition_error"   // the Definition cannot run here
-	CodeSandbox    = "sandbox_error"      // no sandbox could be had
-	CodeInternal   = "internal_error"     // anything else: the logs say more
-	CodeMaxTokens  = "answer_cut"         // the model's answer hit its token cap with no tool call
-	CodeNoAnswer   = "model_gave_nothing" // the model stopped without text or tool calls
-	CodeStopped    = "runner_stopped"     // the runner was killed (memory, time) again and again
-)
-
-// Usage is what a run spent: tokens over every model call and tool calls.
-type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	ToolCalls    int64 `json:"tool_calls"`
-}
+// Usage is what a run or a child spent (run.Usage).
+type Usage = run.Usage
 
 // Event is a committed event, as the Observer and the CLI see it.
 type Event struct {

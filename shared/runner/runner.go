@@ -18,6 +18,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -267,8 +268,7 @@ func (r *Runner) execute(ctx context.Context, runID, childID string) error {
 		if child != nil {
 			what = "child agent"
 		}
-		return x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeStopped, Message: fmt.Sprintf(
-			"the runner was stopped %d times without handing the %s over (killed for memory or time: the runner function's logs say which); the %s cannot go on", takeovers, what, what)})
+		return x.end(ctx, store.StatusFailed, "", stoppedError(takeovers, what))
 	}
 	x.stop = cancel
 	if err := x.loop(ctx); !errors.Is(err, errHandedOver) && !errors.Is(err, errChildGone) {
@@ -299,6 +299,13 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 		}
 	}()
 	return done
+}
+
+// stoppedError is why a run (what: "run") or a child ("child agent") fails
+// after takeovers takeovers.
+func stoppedError(takeovers int, what string) *RunError {
+	return &RunError{Code: run.CodeStopped, Message: fmt.Sprintf(
+		"the runner was stopped %d times without handing the %s over (killed for memory or time: the runner function's logs say which); the %s cannot go on", takeovers, what, what)}
 }
 
 // awaitLease calls acquire until it takes the lease, or until it is plain
@@ -441,17 +448,17 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 		return false, fmt.Errorf("runner: %w", err)
 	}
 	if x.def, err = fleet.ParseJSON(rev.Definition); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition,
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition,
 			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", x.run.Revision, x.run.Fleet, err)})
 	}
 	if err := x.def.CheckAvailable(fleet.AvailableTools(x.r.cfg.Display)); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition, Message: err.Error()})
 	}
 	if tools == nil {
 		tools = x.def.Tools
 	}
 	if x.tools, err = newToolset(x.def, tools); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeDefinition, Message: err.Error()})
+		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition, Message: err.Error()})
 	}
 	return true, nil
 }
@@ -575,7 +582,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		if ctx.Err() != nil {
 			return true, x.interrupted(ctx, context.Cause(ctx))
 		}
-		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeModel, Message: err.Error()})
+		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeModel, Message: err.Error()})
 	}
 	x.st.Usage.InputTokens += resp.Usage.InputTokens
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
@@ -593,7 +600,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		answer := strings.TrimSpace(resp.Message.Text())
 		switch {
 		case answer == "":
-			return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: CodeNoAnswer,
+			return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeNoAnswer,
 				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spend)
 		case resp.Stop == model.StopMaxTokens:
 			answer += "\n\n[The answer was cut at the model's output limit.]"
@@ -705,7 +712,7 @@ func (x *execution) end(ctx context.Context, status store.Status, answer string,
 	if x.child != nil {
 		return x.endChild(ctx, status, answer, runErr, spend...)
 	}
-	ended := &RunEnded{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}
+	ended := &RunEnded{Result: run.Result{Status: run.Status(status), Answer: answer, Error: runErr, Usage: x.st.Usage}}
 	if len(answer) > MaxEventAnswer {
 		ended.Answer, ended.AnswerTruncated = cutUTF8(answer, MaxEventAnswer), true
 	}
@@ -750,8 +757,8 @@ func (x *execution) settle(ctx context.Context) error {
 	if e.Error != nil {
 		reason = e.Error.Code + ": " + e.Error.Message
 	}
-	if e.Status != store.StatusCancelled { // else the canceller moved it
-		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason)
+	if e.Status != run.StatusCancelled { // else the canceller moved it
+		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, store.Status(e.Status), reason)
 		if errors.Is(err, fault.RunBadTransition) {
 			// Settled by an earlier invocation, which told of the end
 			// unless it died first.

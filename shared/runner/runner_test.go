@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -76,7 +77,7 @@ func TestRunUsesEveryTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, end := e.ended(id)
-	if run.Status != store.StatusSucceeded || end.Status != store.StatusSucceeded || end.Error != nil {
+	if run.Status != store.StatusSucceeded || store.Status(end.Status) != store.StatusSucceeded || end.Error != nil {
 		t.Fatalf("run %s, ended %+v", run.Status, end)
 	}
 	if want := "Done. bash said: DONE: fixed the build\n[exit code 0]"; end.Answer != want {
@@ -262,7 +263,7 @@ func TestUnavailableToolRefusedBeforeTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, end := e.ended(id)
-	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != runner.CodeDefinition ||
+	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != afrun.CodeDefinition ||
 		!strings.Contains(end.Error.Message, `tool "browser_open" is not available in this deployment; available: apply_patch, bash,`) {
 		t.Fatalf("run %s, ended %+v", run.Status, end.Error)
 	}
@@ -374,7 +375,7 @@ func TestCancelledRunStops(t *testing.T) {
 				t.Fatal(err)
 			}
 			run, end := e.ended(id)
-			if run.Status != store.StatusCancelled || end.Status != store.StatusCancelled {
+			if run.Status != store.StatusCancelled || store.Status(end.Status) != store.StatusCancelled {
 				t.Fatalf("run %s, ended %s", run.Status, end.Status)
 			}
 			if got := e.read("calls.log"); got != "one\n" {
@@ -452,7 +453,7 @@ arguments = { command = "true" }
 		t.Fatal(err)
 	}
 	run2, end2 := e2.ended(id2)
-	if run2.Status != store.StatusFailed || end2.Error == nil || end2.Error.Code != runner.CodeModel || !strings.Contains(end2.Error.Message, "has no turn 2") {
+	if run2.Status != store.StatusFailed || end2.Error == nil || end2.Error.Code != afrun.CodeModel || !strings.Contains(end2.Error.Message, "has no turn 2") {
 		t.Fatalf("run %s, %+v; want failed with the model's message", run2.Status, end2.Error)
 	}
 }
@@ -537,8 +538,8 @@ func TestRunKilledTwiceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, end := e.ended(id)
-	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != runner.CodeStopped || !strings.Contains(end.Error.Message, "stopped 2 times") {
-		t.Fatalf("run %s, ended %+v; want it failed with %s", run.Status, end, runner.CodeStopped)
+	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != afrun.CodeStopped || !strings.Contains(end.Error.Message, "stopped 2 times") {
+		t.Fatalf("run %s, ended %+v; want it failed with %s", run.Status, end, afrun.CodeStopped)
 	}
 	if n := len(e.results(id)); n != 0 {
 		t.Errorf("%d tool calls ran; the run must end before any", n)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -58,8 +59,8 @@ func TestLapsedLeaseFoundLapsedIsCounted(t *testing.T) {
 		t.Errorf("took %v: a lease already lapsed is taken at once", took)
 	}
 	run, end := e.ended(id)
-	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != runner.CodeStopped || !strings.Contains(end.Error.Message, "stopped 2 times") {
-		t.Fatalf("run %s, ended %+v; want it failed with %s", run.Status, end, runner.CodeStopped)
+	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != afrun.CodeStopped || !strings.Contains(end.Error.Message, "stopped 2 times") {
+		t.Fatalf("run %s, ended %+v; want it failed with %s", run.Status, end, afrun.CodeStopped)
 	}
 	if n := len(e.results(id)); n != 0 {
 		t.Errorf("%d tool calls ran; the run must end before any", n)
@@ -106,8 +107,8 @@ func TestChildKilledTwiceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := e.store.GetChild(ctx, id, kid.ID)
-	if err != nil || got.Status != store.ChildFailed || !strings.HasPrefix(got.Result, runner.CodeStopped+": ") {
-		t.Fatalf("child %s %q, %v; want it failed with %s", got.Status, got.Result, err, runner.CodeStopped)
+	if err != nil || got.Status != store.ChildFailed || !strings.HasPrefix(got.Result, afrun.CodeStopped+": ") {
+		t.Fatalf("child %s %q, %v; want it failed with %s", got.Status, got.Result, err, afrun.CodeStopped)
 	}
 	var ended *runner.ChildEnded
 	for _, ev := range e.events(id) {
@@ -118,9 +119,9 @@ func TestChildKilledTwiceFails(t *testing.T) {
 			}
 		}
 	}
-	if ended == nil || ended.Status != store.ChildFailed || ended.Error == nil || ended.Error.Code != runner.CodeStopped ||
+	if ended == nil || ended.Status != store.ChildFailed || ended.Error == nil || ended.Error.Code != afrun.CodeStopped ||
 		!strings.Contains(ended.Error.Message, "handing the child agent over") {
-		t.Fatalf("child.ended = %+v; want failed with %s", ended, runner.CodeStopped)
+		t.Fatalf("child.ended = %+v; want failed with %s", ended, afrun.CodeStopped)
 	}
 	if n := len(e.results(id)); n != 0 {
 		t.Errorf("%d tool calls ran; the child must end before any", n)

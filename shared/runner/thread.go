@@ -10,6 +10,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -85,7 +86,7 @@ func (x *execution) showEnd(ctx context.Context) {
 		return
 	}
 	switch {
-	case e.Status == store.StatusSucceeded:
+	case e.Status == run.StatusSucceeded:
 		answer := e.Answer
 		if e.AnswerTruncated {
 			answer += "\n\n[The answer was cut here; the whole of it is in the run's events.]"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -222,7 +223,7 @@ func TestFailedRunIsSaidInTheThread(t *testing.T) {
 	}
 	ops := slack.ops()
 	last := ops[len(ops)-1]
-	if last.Op != thread.OpEnded || last.Status != "failed" || !strings.Contains(last.Text, runner.CodeModel) {
+	if last.Op != thread.OpEnded || last.Status != "failed" || !strings.Contains(last.Text, afrun.CodeModel) {
 		t.Fatalf("posts = %+v; want the failure, with its code, last", ops)
 	}
 	if ops[1].Op != thread.OpPlan || len(ops[1].Plan) != 1 || ops[1].Plan[0].Status != "in_progress" {

@@ -18,34 +18,27 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // Result is the body of a completion callback: the run as GET /v1/runs/{id}
-// shows it once it has ended.
+// shows it once it has ended, its result (status succeeded, failed or
+// cancelled; error null unless it failed) beside its id, fleet and source
+// (api, webhook, schedule, slack).
 type Result struct {
 	RunID  string `json:"run_id"`
 	Fleet  string `json:"fleet"`
-	Status string `json:"status"` // succeeded, failed or cancelled
-	Source string `json:"source"` // api, webhook, schedule, slack
-	Answer string `json:"answer"`
-	Error  *Error `json:"error"` // null unless the run failed
-	Usage  Usage  `json:"usage"`
+	Source string `json:"source"`
+	run.Result
 }
 
-// Error is why a run failed: a product code (package fault) or another
-// stable code, and a message for a person.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// Error is why a run failed: a product code (package fault) or one of
+// package run's codes, and a message for a person.
+type Error = run.Error
 
 // Usage is what a run spent.
-type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	ToolCalls    int64 `json:"tool_calls"`
-}
+type Usage = run.Usage
 
 // MaxURLBytes is the longest callback_url Check accepts.
 const MaxURLBytes = 2048

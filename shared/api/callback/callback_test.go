@@ -19,14 +19,15 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 const secret = "afw_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2U"
 
 var result = callback.Result{
-	RunID: "run_01hx0000000000000000000000", Fleet: "ops", Status: "succeeded", Source: "api",
-	Answer: "deployed main", Usage: callback.Usage{InputTokens: 1200, OutputTokens: 300, ToolCalls: 4},
+	RunID: "run_01hx0000000000000000000000", Fleet: "ops", Source: "api",
+	Result: run.Result{Status: run.StatusSucceeded, Answer: "deployed main", Usage: callback.Usage{InputTokens: 1200, OutputTokens: 300, ToolCalls: 4}},
 }
 
 // delivery is one request a receiver saw.

@@ -375,7 +375,7 @@ func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(run
 			if err != nil {
 				return Run{}, err
 			}
-			run.Status, run.Answer, run.Error, run.Usage = end.Status, end.Answer, end.Error, end.Usage
+			run.SetResult(end.Result)
 			return run, nil
 		}
 		if len(evs) == eventsPage {

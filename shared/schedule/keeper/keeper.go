@@ -14,6 +14,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/schedule"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/clock"
@@ -516,6 +517,8 @@ func (k *Keeper) Fire(ctx context.Context, payload []byte) error {
 // started, a run that ends failed at once saying why, then disables the
 // Scheduler schedule so that nothing more fires until it is resumed.
 func (k *Keeper) notice(ctx context.Context, sc store.Schedule, key *store.IdempotencyKey, log *slog.Logger) error {
+	why := &runner.RunError{Code: fault.SchedNotRunnable.ID(), Message: sc.PausedReason}
+	ended, _ := json.Marshal(runner.RunEnded{Result: run.Result{Status: run.StatusFailed, Error: why}})
 	run, created, err := k.st.CreateRun(ctx, store.NewRun{Fleet: sc.Fleet, Source: store.SourceSchedule,
 		ScheduleID: sc.ID, Input: []byte(sc.Message), Idempotency: key})
 	if errors.Is(err, fault.FleetPaused) {
@@ -526,9 +529,7 @@ func (k *Keeper) notice(ctx context.Context, sc store.Schedule, key *store.Idemp
 		return fmt.Errorf("record why schedule %s did not run: %w", sc.ID, err)
 	}
 	if created {
-		why := &runner.RunError{Code: fault.SchedNotRunnable.ID(), Message: sc.PausedReason}
 		started, _ := json.Marshal(runner.RunStarted{Fleet: run.Fleet, Revision: run.Revision, Source: run.Source})
-		ended, _ := json.Marshal(runner.RunEnded{Status: store.StatusFailed, Error: why})
 		if _, err := k.st.AppendEvents(ctx, run.ID, store.NewEvent{Type: runner.EventRunStarted, Data: started},
 			store.NewEvent{Type: runner.EventRunEnded, Data: ended}); err != nil {
 			return fmt.Errorf("record why schedule %s did not run: %w", sc.ID, err)

@@ -508,7 +508,7 @@ func TestSpendCapPausesSchedule(t *testing.T) {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
 	var end runner.RunEnded
-	if err := json.Unmarshal(evs[1].Data, &end); err != nil || end.Status != store.StatusFailed || end.Error == nil ||
+	if err := json.Unmarshal(evs[1].Data, &end); err != nil || store.Status(end.Status) != store.StatusFailed || end.Error == nil ||
 		end.Error.Code != fault.SchedNotRunnable.ID() || end.Error.Message != got.PausedReason {
 		t.Errorf("run.ended %s", evs[1].Data)
 	}

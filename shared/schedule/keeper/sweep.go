@@ -54,7 +54,7 @@ func SweepFromEnv(getenv func(string) string) (time.Duration, error) {
 // most Config.SweepLimit of them, oldest first, and returns them. The
 // runner's own lease logic does the rest: it takes the lapsed lease over
 // and counts the takeover, and fails the run (or child) with
-// runner_stopped after the takeovers it may have (runner.CodeStopped).
+// runner_stopped after the takeovers it may have (run.CodeStopped).
 //
 // A run whose holder is alive is never re-invoked: a live holder renews its
 // lease every third of it, so its lease never runs out. Sweep writes

@@ -15,6 +15,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
@@ -277,8 +278,8 @@ func TestSweepFailsARunKilledAgain(t *testing.T) {
 		t.Fatalf("re-invoked %+v, want the run", got)
 	}
 	r = e.get(id)
-	if r.Status != store.StatusFailed || !strings.HasPrefix(r.StatusReason, runner.CodeStopped+":") {
-		t.Fatalf("run %s (%q); want it failed with %s", r.Status, r.StatusReason, runner.CodeStopped)
+	if r.Status != store.StatusFailed || !strings.HasPrefix(r.StatusReason, afrun.CodeStopped+":") {
+		t.Fatalf("run %s (%q); want it failed with %s", r.Status, r.StatusReason, afrun.CodeStopped)
 	}
 	if types := strings.Join(e.eventTypes(id), " "); types != "run.ended" {
 		t.Errorf("events %s; want run.ended alone, no step run", types)

@@ -1,0 +1,53 @@
+package run
+
+// Status is where a run is (DESIGN.md §11). shared/store keeps the run's
+// status in a type of its own with the same values, store.Status, until it
+// becomes an alias of this one; shared/runner's tests check the two agree.
+type Status string
+
+// The run statuses.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusWaiting   Status = "waiting"   // an approval is pending
+	StatusSucceeded Status = "succeeded" // ended with an answer
+	StatusFailed    Status = "failed"    // ended with an Error
+	StatusCancelled Status = "cancelled"
+)
+
+// Result is how a run ended: run.ended's data (which adds
+// answer_truncated), the answer part of GET /v1/runs/{id}, and a
+// completion callback's body (which adds the run's id, fleet and source).
+type Result struct {
+	Status Status `json:"status"`
+	// Answer is the final answer of a run that succeeded; "" otherwise.
+	Answer string `json:"answer"`
+	// Error says why the run failed; nil (null) unless it did.
+	Error *Error `json:"error"`
+	Usage Usage  `json:"usage"`
+}
+
+// Error is why a run failed: a product code (package shared/fault, such as
+// UZ-RUN-402 for a spent budget) or one of the codes below, and a message
+// for people.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// The codes of a run.ended error that carries no product code. README.md's
+// "Limits and error codes" lists each of them (a test checks both ways).
+const (
+	CodeModel      = "model_error"        // the model failed and retries within the run's deadline did not help
+	CodeNoAnswer   = "model_gave_nothing" // the model stopped without text or tool calls
+	CodeDefinition = "definition_error"   // the Definition cannot run in this deployment
+	CodeStopped    = "runner_stopped"     // the runner was killed (memory, time) twice without handing the run over
+	CodeInternal   = "internal_error"     // anything else: the runner's logs say more
+)
+
+// Usage is what a run spent: tokens over every model call, and tool calls.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	ToolCalls    int64 `json:"tool_calls"`
+}
