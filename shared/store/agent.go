@@ -117,16 +117,7 @@ func (s *Store) CommitChildStep(ctx context.Context, runID, childID string, st C
 }
 
 func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st ChildStep) (int64, error) {
-	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
-		return 0, fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
-	}
-	if st.End != nil && (!st.End.Status.final() || len(st.End.Result) > MaxBlobBytes) {
-		return 0, fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, with a result of at most %d bytes", MaxBlobBytes)
-	}
-	if len(st.Checkpoint) > MaxBlobBytes {
-		return 0, fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
-	}
-	if err := checkEvents(st.Events); err != nil {
+	if err := st.check(); err != nil {
 		return 0, err
 	}
 	events := slices.Clone(st.Events)
@@ -140,133 +131,136 @@ func (s *Store) commitChildStep(ctx context.Context, runID, childID string, st C
 	}
 	var firstSeq int64
 	err = s.retry(ctx, func() error {
-		var last int64
-		if len(events) > 0 {
-			var err error
-			if last, err = s.hint(ctx, runID); err != nil {
-				return err
-			}
-		}
-		now := s.now().UTC()
-		spends := st.Spend != (Budget{})
-
-		// The child: lease, step, status, share.
-		ce := newExpr()
-		step := ce.n("ckptStep")
-		cset := "SET " + step + " = " + ce.i(st.Number)
-		ccond := "attribute_exists(" + ce.n(AttrPK) + ") AND " + ce.n("leaseHolder") + " = " + ce.s(st.Holder) +
-			" AND " + step + " < " + ce.i(st.Number) + " AND " + ce.n("status") + " = " + ce.s(string(ChildRunning))
-		if spends {
-			u, c := spendExpr(ce, st.Spend)
-			cset += ", " + u
-			ccond += " AND " + c
-		}
-		if st.End != nil {
-			cset += ", " + ce.n("status") + " = " + ce.s(string(st.End.Status)) + ", " + ce.n("endedAt") + " = " + ce.t(now)
-			if st.End.Result != "" {
-				cset += ", " + ce.n("result") + " = " + ce.s(st.End.Result)
-			}
-			cset += " REMOVE " + ce.n(AttrGSI2PK) // ended: out of the sweep's index
-		}
-		// The run: running, events, budget, children working.
-		re := newExpr()
-		var rset []string
-		rcond := "attribute_exists(" + re.n(AttrPK) + ") AND " + re.n("status") + " = " + re.s(string(StatusRunning))
-		if len(events) > 0 {
-			seq := re.n("evtSeq")
-			rset = append(rset, seq+" = "+re.i(last+int64(len(events))))
-			rcond += " AND " + seq + " = " + re.i(last)
-		}
-		if spends {
-			u, c := spendExpr(re, st.Spend)
-			rset = append(rset, u)
-			rcond += " AND " + c
-		}
-		if st.End != nil {
-			running := re.n("kidsRun")
-			rset = append(rset, running+" = "+running+" - "+re.i(1))
-			rcond += " AND " + running + " > " + re.i(0)
-		}
-		ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint + "#" + childID, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
+		last, err := s.lastSeq(ctx, runID, len(events))
 		if err != nil {
 			return err
 		}
-		items := []types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: childKey(runID, childID),
-				UpdateExpression:                    aws.String(cset),
-				ConditionExpression:                 aws.String(ccond),
-				ExpressionAttributeNames:            ce.nameMap(),
-				ExpressionAttributeValues:           ce.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			runItem(s.table, runKey(runID), re, rset, rcond),
-			{Put: &types.Put{TableName: &s.table, Item: ckpt}},
-		}
-		if spends && parentID != "" {
-			pe := newExpr()
-			u, c2 := spendExpr(pe, st.Spend)
-			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: &s.table, Key: childKey(runID, parentID),
-				UpdateExpression:                    aws.String("SET " + u),
-				ConditionExpression:                 aws.String(c2),
-				ExpressionAttributeNames:            pe.nameMap(),
-				ExpressionAttributeValues:           pe.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}})
-		}
-		puts, err := s.eventPuts(runID, last+1, events, now)
+		t, err := s.childStepTxn(ctx, runID, childID, parentID, st, events, last)
 		if err != nil {
 			return err
 		}
-		err = s.transact(ctx, append(items, puts...))
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 0); failed {
-				cur, err := s.childFrom(ctx, runID, childID, old)
-				switch {
-				case err != nil:
-					return err
-				case cur.Holder != st.Holder:
-					return s.childLease(runID, childID).held(leaseFields{Holder: cur.Holder, LeaseUntil: cur.LeaseUntil})
-				case cur.CkptStep >= st.Number:
-					return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
-				case cur.Status != ChildRunning:
-					return fmt.Errorf("child %s is %s: %w", childID, cur.Status, ErrChildEnded)
-				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
-					return shareSpent(childID, cur, st.Spend)
-				}
-				return errRetry
-			}
-			if old, failed := reasonFailed(reasons, 1); failed {
-				cur, err := s.runFrom(ctx, runID, old)
-				switch {
-				case err != nil:
-					return err
-				case cur.Status != StatusRunning:
-					return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
-				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
-					return budgetSpent(runID, cur, st.Spend)
-				}
-				s.setHint(runID, cur.EvtSeq)
-				return errRetry
-			}
-			if old, failed := reasonFailed(reasons, 3); failed && spends && parentID != "" {
-				cur, err := s.childFrom(ctx, runID, parentID, old)
-				if err != nil {
-					return err
-				}
-				if cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls {
-					return shareSpent(parentID, cur, st.Spend)
-				}
-				return errRetry
-			}
-		}
-		if err != nil {
+		if err := s.commit(ctx, t); err != nil {
 			return err
 		}
-		if len(events) > 0 {
-			s.setHint(runID, last+int64(len(events)))
-			firstSeq = last + 1
-		}
+		firstSeq = s.appended(runID, last, len(events))
 		return nil
 	})
 	return firstSeq, err
+}
+
+// check refuses what Step.check refuses, and an end that is not final or
+// whose result is too large.
+func (st ChildStep) check() error {
+	if err := st.Step.check(); err != nil {
+		return err
+	}
+	if st.End != nil && (!st.End.Status.final() || len(st.End.Result) > MaxBlobBytes) {
+		return fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, with a result of at most %d bytes", MaxBlobBytes)
+	}
+	return nil
+}
+
+// childStepTxn is the transaction of one child step, events numbered from
+// last+1: the child (lease, step, status, share, end), the run (running,
+// events, budget, children working), the child's checkpoint, a
+// grandchild's parent's share, and the events.
+func (s *Store) childStepTxn(ctx context.Context, runID, childID, parentID string, st ChildStep, events []NewEvent, last int64) (*txn, error) {
+	now := s.now().UTC()
+	spends := st.Spend != (Budget{})
+	t := s.newTxn()
+	cw := stepWrite(st.Step)
+	cw.is("status", cw.s(string(ChildRunning)))
+	if spends {
+		cw.spend(st.Spend)
+	}
+	if st.End != nil {
+		cw.endChild(st.End.Status, st.End.Result, now)
+	}
+	t.update("child item", childKey(runID, childID), cw, s.childStepFailed(ctx, runID, childID, st))
+	rw := newWrite().exists()
+	rw.is("status", rw.s(string(StatusRunning))).advanceSeq(last, len(events))
+	if spends {
+		rw.spend(st.Spend)
+	}
+	if st.End != nil {
+		rw.incr("kidsRun", -1).above("kidsRun", 0)
+	}
+	t.update("run item", runKey(runID), rw, s.runOfChildFailed(ctx, runID, st.Spend))
+	ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint + "#" + childID, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
+	if err != nil {
+		return nil, err
+	}
+	t.put("child checkpoint", ckpt, nil, nil)
+	if spends && parentID != "" {
+		t.update("parent's share", childKey(runID, parentID), newWrite().spend(st.Spend), s.shareFailed(ctx, runID, parentID, st.Spend))
+	}
+	return t, putEvents(t, runID, last+1, events, now)
+}
+
+// endChild sets a child's end: its status, when, its result (when not
+// empty), and takes it out of the sweep's index.
+func (w *write) endChild(status ChildStatus, result string, at time.Time) *write {
+	w.set("status", w.s(string(status))).set("endedAt", w.t(at))
+	if result != "" {
+		w.set("result", w.s(result))
+	}
+	return w.remove(AttrGSI2PK)
+}
+
+// childStepFailed says why the child item refused st: the lease is
+// another's, the step is committed, the child has ended, its share is
+// spent; otherwise the commit runs again.
+func (s *Store) childStepFailed(ctx context.Context, runID, childID string, st ChildStep) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.childFrom(ctx, runID, childID, old)
+		switch {
+		case err != nil:
+			return err
+		case cur.Holder != st.Holder:
+			return s.childLease(runID, childID).held(leaseFields{Holder: cur.Holder, LeaseUntil: cur.LeaseUntil})
+		case cur.CkptStep >= st.Number:
+			return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
+		case cur.Status != ChildRunning:
+			return fmt.Errorf("child %s is %s: %w", childID, cur.Status, ErrChildEnded)
+		case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
+			return shareSpent(childID, cur, st.Spend)
+		}
+		return errRetry
+	}
+}
+
+// runOfChildFailed says why the run item refused a child's step spending
+// b: the run is not running, its budget is spent; otherwise the event
+// counter moved and the commit runs again.
+func (s *Store) runOfChildFailed(ctx context.Context, runID string, b Budget) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.runFrom(ctx, runID, old)
+		switch {
+		case err != nil:
+			return err
+		case cur.Status != StatusRunning:
+			return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
+		case cur.TokLeft < b.Tokens || cur.CallLeft < b.ToolCalls:
+			return budgetSpent(runID, cur, b)
+		}
+		s.setHint(runID, cur.EvtSeq)
+		return errRetry
+	}
+}
+
+// shareFailed says why the share of child childID refused spending b: it
+// is spent; otherwise the commit runs again.
+func (s *Store) shareFailed(ctx context.Context, runID, childID string, b Budget) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.childFrom(ctx, runID, childID, old)
+		if err != nil {
+			return err
+		}
+		if cur.TokLeft < b.Tokens || cur.CallLeft < b.ToolCalls {
+			return shareSpent(childID, cur, b)
+		}
+		return errRetry
+	}
 }
 
 // parentOf returns the parent of a child agent, read once per Store: a
@@ -290,31 +284,6 @@ func (s *Store) parentOf(ctx context.Context, runID, childID string) (string, er
 	}
 	s.parents[k] = c.ParentID
 	return c.ParentID, nil
-}
-
-// runItem is the run item's part of a transaction: an update of set when
-// there is something to set, else a check of cond alone.
-func runItem(table string, k map[string]types.AttributeValue, e *expr, set []string, cond string) types.TransactWriteItem {
-	if len(set) == 0 {
-		return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &table, Key: k,
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            e.nameMap(),
-			ExpressionAttributeValues:           e.valueMap(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
-	}
-	update := "SET "
-	for i, s := range set {
-		if i > 0 {
-			update += ", "
-		}
-		update += s
-	}
-	return types.TransactWriteItem{Update: &types.Update{TableName: &table, Key: k,
-		UpdateExpression:                    aws.String(update),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            e.nameMap(),
-		ExpressionAttributeValues:           e.valueMap(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
 }
 
 func shareSpent(childID string, r childRecord, b Budget) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,16 +15,6 @@ import (
 // is written as "left ≥ n" on the remaining counter, which the same update
 // decrements: one conditional write checks and adds atomically. A run
 // without a limit starts with a remaining count no run can reach.
-
-// spendExpr returns the update and condition clauses that add b.
-func spendExpr(e *expr, b Budget) (update, cond string) {
-	tu, tl, cu, cl := e.n("tokUsed"), e.n("tokLeft"), e.n("callUsed"), e.n("callLeft")
-	t, c := e.i(b.Tokens), e.i(b.ToolCalls)
-	update = tu + " = " + tu + " + " + t + ", " + tl + " = " + tl + " - " + t + ", " +
-		cu + " = " + cu + " + " + c + ", " + cl + " = " + cl + " - " + c
-	cond = tl + " >= " + t + " AND " + cl + " >= " + c
-	return update, cond
-}
 
 func budgetSpent(runID string, r runRecord, b Budget) error {
 	if r.TokLeft < b.Tokens {
@@ -46,15 +35,14 @@ func (s *Store) Spend(ctx context.Context, runID string, tokens, toolCalls int64
 	}
 	var spent Budget
 	err := s.retry(ctx, func() error {
-		e := newExpr()
-		update, cond := spendExpr(e, b)
+		w := newWrite().exists().spend(b)
 		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           &s.table,
 			Key:                                 runKey(runID),
-			UpdateExpression:                    aws.String("SET " + update),
-			ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + cond),
-			ExpressionAttributeNames:            e.nameMap(),
-			ExpressionAttributeValues:           e.valueMap(),
+			UpdateExpression:                    w.update(),
+			ConditionExpression:                 w.condition(),
+			ExpressionAttributeNames:            w.nameMap(),
+			ExpressionAttributeValues:           w.valueMap(),
 			ReturnValues:                        types.ReturnValueAllNew,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})

@@ -185,106 +185,33 @@ func (s *Store) StartChild(ctx context.Context, nc NewChild) (Child, bool, error
 }
 
 func (s *Store) startChild(ctx context.Context, nc NewChild) (Child, bool, error) {
-	runID, parentID := nc.RunID, nc.ParentID
-	if size := len(nc.Task) + len(strings.Join(nc.Tools, "")) + len(strings.Join(nc.Secrets, "")) + len(strings.Join(nc.Hosts, "")); size > MaxBlobBytes {
-		return Child{}, false, fmt.Errorf("task and lists of %d bytes: %w", size, ErrTooLarge)
-	}
-	if nc.Limits.Tokens < 0 || nc.Limits.ToolCalls < 0 {
-		return Child{}, false, fault.New(fault.RequestInvalid, "a child's share of the budget cannot be negative")
+	if err := nc.check(); err != nil {
+		return Child{}, false, err
 	}
 	if nc.Key != "" {
-		if r, err := s.getChild(ctx, runID, childID(runID, nc.Key)); err == nil {
+		if r, err := s.getChild(ctx, nc.RunID, childID(nc.RunID, nc.Key)); err == nil {
 			return r.child(), false, nil
 		} else if !errors.Is(err, fault.ChildNotFound) {
 			return Child{}, false, err
 		}
 	}
-	depth := 1
-	if parentID != "" {
-		p, err := s.getChild(ctx, runID, parentID)
-		if err != nil {
-			return Child{}, false, err
-		}
-		if p.Depth >= MaxChildDepth {
-			return Child{}, false, fault.New(fault.ChildDepth, "child %s is at depth %d; child agents nest %d levels deep", parentID, p.Depth, MaxChildDepth)
-		}
-		depth = p.Depth + 1
+	depth, err := s.childDepth(ctx, nc.RunID, nc.ParentID)
+	if err != nil {
+		return Child{}, false, err
 	}
 	var rec childRecord
 	created := true
-	err := s.retry(ctx, func() error {
-		now := s.now().UTC()
-		rec = childRecord{PK: prefixRun + runID, ID: newID("child_", now), RunID: runID, ParentID: parentID, Depth: depth,
-			Task: nc.Task, Tools: nc.Tools, Secrets: nc.Secrets, Hosts: nc.Hosts, Key: nc.Key, Status: ChildRunning, StartedAt: now,
-			TokLimit: nc.Limits.Tokens, CallLimit: nc.Limits.ToolCalls, TokLeft: nc.Limits.Tokens, CallLeft: nc.Limits.ToolCalls,
-			GSI2PK: gsi2Live, GSI2SK: now.UnixMilli()}
-		if nc.Key != "" {
-			rec.ID = childID(runID, nc.Key)
-		}
-		if rec.TokLeft == 0 {
-			rec.TokLeft = unlimited
-		}
-		if rec.CallLeft == 0 {
-			rec.CallLeft = unlimited
-		}
-		rec.SK = prefixChild + rec.ID
-		item, err := marshal(rec)
+	err = s.retry(ctx, func() error {
+		rec = nc.record(depth, s.now().UTC())
+		t, err := s.startChildTxn(ctx, nc, rec)
 		if err != nil {
 			return err
 		}
-		re, ce := newExpr(), newExpr()
-		running, total := re.n("kidsRun"), re.n("kidsTotal")
-		items := []types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
-				UpdateExpression: aws.String("SET " + running + " = " + running + " + " + re.i(1) + ", " + total + " = " + total + " + " + re.i(1)),
-				ConditionExpression: aws.String("attribute_exists(" + re.n(AttrPK) + ") AND " + re.n("status") + " = " + re.s(string(StatusRunning)) +
-					" AND " + running + " < " + re.i(MaxChildrenRunning) + " AND " + total + " < " + re.i(MaxChildrenTotal)),
-				ExpressionAttributeNames:            re.nameMap(),
-				ExpressionAttributeValues:           re.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Put: &types.Put{TableName: &s.table, Item: item,
-				ConditionExpression: aws.String("attribute_not_exists(" + ce.n(AttrPK) + ")"), ExpressionAttributeNames: ce.nameMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		}
-		if parentID != "" {
-			pe := newExpr()
-			items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &s.table,
-				Key:                       childKey(runID, parentID),
-				ConditionExpression:       aws.String(pe.n("status") + " = " + pe.s(string(ChildRunning))),
-				ExpressionAttributeNames:  pe.nameMap(),
-				ExpressionAttributeValues: pe.valueMap()}})
-		}
-		err = s.transact(ctx, items)
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 1); failed {
-				if nc.Key == "" {
-					return errRetry // id collision: 80 random bits make this theoretical
-				}
-				// Started meanwhile by a retry with the same key.
-				prev, err := s.childFrom(ctx, runID, rec.ID, old)
-				if err != nil {
-					return err
-				}
-				rec, created = prev, false
-				return nil
-			}
-			if old, failed := reasonFailed(reasons, 0); failed {
-				cur, err := s.runFrom(ctx, runID, old)
-				switch {
-				case err != nil:
-					return err
-				case cur.Status != StatusRunning:
-					return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
-				case cur.KidsRun >= MaxChildrenRunning:
-					return fault.New(fault.ChildCapReached, "run %s has %d children working; at most %d at once", runID, cur.KidsRun, MaxChildrenRunning)
-				case cur.KidsTotal >= MaxChildrenTotal:
-					return fault.New(fault.ChildCapReached, "run %s has started %d children; at most %d in all", runID, cur.KidsTotal, MaxChildrenTotal)
-				}
-				return errRetry
-			}
-			if _, failed := reasonFailed(reasons, 2); failed {
-				return fmt.Errorf("parent child %s: %w", parentID, ErrChildEnded)
-			}
+		err = s.commit(ctx, t)
+		var prev startedBefore
+		if errors.As(err, &prev) {
+			rec, created = prev.rec, false
+			return nil
 		}
 		return err
 	})
@@ -292,6 +219,110 @@ func (s *Store) startChild(ctx context.Context, nc NewChild) (Child, bool, error
 		return Child{}, false, err
 	}
 	return rec.child(), created, nil
+}
+
+// check refuses a child whose task and lists are too large or whose share
+// is negative.
+func (nc NewChild) check() error {
+	if size := len(nc.Task) + len(strings.Join(nc.Tools, "")) + len(strings.Join(nc.Secrets, "")) + len(strings.Join(nc.Hosts, "")); size > MaxBlobBytes {
+		return fmt.Errorf("task and lists of %d bytes: %w", size, ErrTooLarge)
+	}
+	if nc.Limits.Tokens < 0 || nc.Limits.ToolCalls < 0 {
+		return fault.New(fault.RequestInvalid, "a child's share of the budget cannot be negative")
+	}
+	return nil
+}
+
+// childDepth returns the depth of a child of parentID ("": the run's
+// agent): fault.ChildDepth when the parent is as deep as children go.
+func (s *Store) childDepth(ctx context.Context, runID, parentID string) (int, error) {
+	if parentID == "" {
+		return 1, nil
+	}
+	p, err := s.getChild(ctx, runID, parentID)
+	if err != nil {
+		return 0, err
+	}
+	if p.Depth >= MaxChildDepth {
+		return 0, fault.New(fault.ChildDepth, "child %s is at depth %d; child agents nest %d levels deep", parentID, p.Depth, MaxChildDepth)
+	}
+	return p.Depth + 1, nil
+}
+
+// record is the item of the child nc starts at depth, now: its id from
+// nc.Key when there is one, a fresh one otherwise.
+func (nc NewChild) record(depth int, now time.Time) childRecord {
+	rec := childRecord{PK: prefixRun + nc.RunID, ID: newID("child_", now), RunID: nc.RunID, ParentID: nc.ParentID, Depth: depth,
+		Task: nc.Task, Tools: nc.Tools, Secrets: nc.Secrets, Hosts: nc.Hosts, Key: nc.Key, Status: ChildRunning, StartedAt: now,
+		TokLimit: nc.Limits.Tokens, CallLimit: nc.Limits.ToolCalls, TokLeft: nc.Limits.Tokens, CallLeft: nc.Limits.ToolCalls,
+		GSI2PK: gsi2Live, GSI2SK: now.UnixMilli()}
+	if nc.Key != "" {
+		rec.ID = childID(nc.RunID, nc.Key)
+	}
+	if rec.TokLeft == 0 {
+		rec.TokLeft = unlimited
+	}
+	if rec.CallLeft == 0 {
+		rec.CallLeft = unlimited
+	}
+	rec.SK = prefixChild + rec.ID
+	return rec
+}
+
+// startedBefore is the failure of a keyed child's put: a start with the
+// same key wrote rec first.
+type startedBefore struct{ rec childRecord }
+
+func (startedBefore) Error() string { return "child started before with the same key" }
+
+// startChildTxn is the transaction that starts rec: it puts the child, counts
+// it on the run (running, below both caps) and checks that its parent, if
+// any, is running.
+func (s *Store) startChildTxn(ctx context.Context, nc NewChild, rec childRecord) (*txn, error) {
+	item, err := marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	t := s.newTxn()
+	t.put("child item", item, newWrite().absent(), func(old map[string]types.AttributeValue) error {
+		if nc.Key == "" {
+			return errRetry // id collision: 80 random bits make this theoretical
+		}
+		prev, err := s.childFrom(ctx, nc.RunID, rec.ID, old)
+		if err != nil {
+			return err
+		}
+		return startedBefore{prev}
+	})
+	rw := newWrite().exists()
+	rw.is("status", rw.s(string(StatusRunning))).incr("kidsRun", 1).incr("kidsTotal", 1).
+		below("kidsRun", MaxChildrenRunning).below("kidsTotal", MaxChildrenTotal)
+	t.update("run item", runKey(nc.RunID), rw, s.childCapFailed(ctx, nc.RunID))
+	if nc.ParentID != "" {
+		pw := newWrite()
+		t.check("parent item", childKey(nc.RunID, nc.ParentID), pw.is("status", pw.s(string(ChildRunning))),
+			failWith(fmt.Errorf("parent child %s: %w", nc.ParentID, ErrChildEnded)))
+	}
+	return t, nil
+}
+
+// childCapFailed says why the run refused a child: it is not running, or
+// a cap is reached; otherwise the start runs again.
+func (s *Store) childCapFailed(ctx context.Context, runID string) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.runFrom(ctx, runID, old)
+		switch {
+		case err != nil:
+			return err
+		case cur.Status != StatusRunning:
+			return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
+		case cur.KidsRun >= MaxChildrenRunning:
+			return fault.New(fault.ChildCapReached, "run %s has %d children working; at most %d at once", runID, cur.KidsRun, MaxChildrenRunning)
+		case cur.KidsTotal >= MaxChildrenTotal:
+			return fault.New(fault.ChildCapReached, "run %s has started %d children; at most %d in all", runID, cur.KidsTotal, MaxChildrenTotal)
+		}
+		return errRetry
+	}
 }
 
 // FinishChild ends a running child with status (done, failed or
@@ -324,71 +355,25 @@ func (s *Store) finishChild(ctx context.Context, runID, childID string, status C
 	}
 	var first int64
 	err := s.retry(ctx, func() error {
-		var last int64
-		if len(events) > 0 {
-			var err error
-			if last, err = s.hint(ctx, runID); err != nil {
-				return err
-			}
-		}
-		now := s.now().UTC()
-		ce, re := newExpr(), newExpr()
-		set := "SET " + ce.n("status") + " = " + ce.s(string(status)) + ", " + ce.n("endedAt") + " = " + ce.t(now)
-		if result != "" {
-			set += ", " + ce.n("result") + " = " + ce.s(result)
-		}
-		set += " REMOVE " + ce.n(AttrGSI2PK) // ended: out of the sweep's index
-		running := re.n("kidsRun")
-		update := "SET " + running + " = " + running + " - " + re.i(1)
-		cond := running + " > " + re.i(0)
-		if len(events) > 0 {
-			seq := re.n("evtSeq")
-			update += ", " + seq + " = " + re.i(last+int64(len(events)))
-			cond += " AND " + seq + " = " + re.i(last)
-		}
-		puts, err := s.eventPuts(runID, last+1, events, now)
+		last, err := s.lastSeq(ctx, runID, len(events))
 		if err != nil {
 			return err
 		}
-		err = s.transact(ctx, append([]types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: childKey(runID, childID),
-				UpdateExpression:                    aws.String(set),
-				ConditionExpression:                 aws.String("attribute_exists(" + ce.n(AttrPK) + ") AND " + ce.n("status") + " = " + ce.s(string(ChildRunning))),
-				ExpressionAttributeNames:            ce.nameMap(),
-				ExpressionAttributeValues:           ce.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
-				UpdateExpression:                    aws.String(update),
-				ConditionExpression:                 aws.String(cond),
-				ExpressionAttributeNames:            re.nameMap(),
-				ExpressionAttributeValues:           re.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		}, puts...))
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 0); failed {
-				if old == nil {
-					if _, err := s.getChild(ctx, runID, childID); err != nil {
-						return err
-					}
-				}
-				return ErrChildEnded
-			}
-			if old, failed := reasonFailed(reasons, 1); failed && len(events) > 0 {
-				cur, err := s.runFrom(ctx, runID, old)
-				if err != nil {
-					return err
-				}
-				if cur.EvtSeq != last {
-					s.setHint(runID, cur.EvtSeq)
-					return errRetry
-				}
-			}
+		now := s.now().UTC()
+		t := s.newTxn()
+		cw := newWrite().exists()
+		cw.is("status", cw.s(string(ChildRunning))).endChild(status, result, now)
+		t.update("child item", childKey(runID, childID), cw, s.childFinished(ctx, runID, childID))
+		rw := newWrite().incr("kidsRun", -1).above("kidsRun", 0).advanceSeq(last, len(events))
+		t.update("run item", runKey(runID), rw, s.seqMovedFrom(ctx, runID, last, len(events)))
+		if err := putEvents(t, runID, last+1, events, now); err != nil {
+			return err
 		}
-		if err == nil && len(events) > 0 {
-			s.setHint(runID, last+int64(len(events)))
-			first = last + 1
+		if err := s.commit(ctx, t); err != nil {
+			return err
 		}
-		return err
+		first = s.appended(runID, last, len(events))
+		return nil
 	})
 	if err != nil {
 		return Child{}, 0, err
@@ -396,6 +381,39 @@ func (s *Store) finishChild(ctx context.Context, runID, childID string, status C
 	// The transaction returns nothing; read the child back.
 	rec, err := s.getChild(ctx, runID, childID)
 	return rec.child(), first, err
+}
+
+// childFinished is the failure of an ending child's condition: it has
+// ended (ErrChildEnded), or the run never issued it (fault.ChildNotFound).
+func (s *Store) childFinished(ctx context.Context, runID, childID string) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		if old == nil {
+			if _, err := s.getChild(ctx, runID, childID); err != nil {
+				return err
+			}
+		}
+		return ErrChildEnded
+	}
+}
+
+// seqMovedFrom is the failure of the run item's condition when n events
+// were to follow last: the counter moved (the write runs again). It cannot
+// say when there were no events or the counter is still at last.
+func (s *Store) seqMovedFrom(ctx context.Context, runID string, last int64, n int) onFail {
+	if n == 0 {
+		return nil
+	}
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.runFrom(ctx, runID, old)
+		if err != nil {
+			return err
+		}
+		if cur.EvtSeq == last {
+			return nil
+		}
+		s.setHint(runID, cur.EvtSeq)
+		return errRetry
+	}
 }
 
 func (st ChildStatus) final() bool {

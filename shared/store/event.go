@@ -66,18 +66,32 @@ func checkEvents(evs []NewEvent) error {
 	return nil
 }
 
-// eventPuts returns the puts for evs numbered from first.
-func (s *Store) eventPuts(runID string, first int64, evs []NewEvent, at time.Time) ([]types.TransactWriteItem, error) {
-	items := make([]types.TransactWriteItem, 0, len(evs))
+// putEvents adds to t the puts of evs, numbered from first.
+func putEvents(t *txn, runID string, first int64, evs []NewEvent, at time.Time) error {
 	for i, ev := range evs {
 		item, err := marshal(eventRecord{PK: prefixRun + runID, SK: eventSK(first + int64(i)), Seq: first + int64(i),
 			Type: ev.Type, Data: ev.Data, At: at, Agent: ev.Agent})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: item}})
+		t.put(fmt.Sprintf("event %d", first+int64(i)), item, nil, nil)
 	}
-	return items, nil
+	return nil
+}
+
+// staleSeq is the failure of a run item's condition on the event counter:
+// another append moved it since this Store read it, so the hint is moved
+// on and the append runs again. A run that does not exist fails with
+// fault.RunNotFound.
+func (s *Store) staleSeq(ctx context.Context, runID string) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.runFrom(ctx, runID, old)
+		if err != nil {
+			return err
+		}
+		s.setHint(runID, cur.EvtSeq)
+		return errRetry
+	}
 }
 
 // hint returns the last event sequence number this Store saw for the run,
@@ -134,35 +148,15 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, evs ...NewEvent)
 		if err != nil {
 			return err
 		}
-		next := last + int64(len(evs))
-		e := newExpr()
-		seq := e.n("evtSeq")
-		items := []types.TransactWriteItem{{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
-			UpdateExpression:                    aws.String("SET " + seq + " = " + e.i(next)),
-			ConditionExpression:                 aws.String("attribute_exists(" + e.n(AttrPK) + ") AND " + seq + " = " + e.i(last)),
-			ExpressionAttributeNames:            e.nameMap(),
-			ExpressionAttributeValues:           e.valueMap(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}}
-		puts, err := s.eventPuts(runID, last+1, evs, s.now().UTC())
-		if err != nil {
+		t := s.newTxn()
+		t.update("run item", runKey(runID), newWrite().exists().advanceSeq(last, len(evs)), s.staleSeq(ctx, runID))
+		if err := putEvents(t, runID, last+1, evs, s.now().UTC()); err != nil {
 			return err
 		}
-		err = s.transact(ctx, append(items, puts...))
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 0); failed {
-				cur, err := s.runFrom(ctx, runID, old)
-				if err != nil {
-					return err
-				}
-				s.setHint(runID, cur.EvtSeq)
-				return errRetry
-			}
-		}
-		if err != nil {
+		if err := s.commit(ctx, t); err != nil {
 			return err
 		}
-		s.setHint(runID, next)
-		first = last + 1
+		first = s.appended(runID, last, len(evs))
 		return nil
 	})
 	if err != nil {
@@ -251,87 +245,109 @@ func (s *Store) CommitStep(ctx context.Context, runID string, st Step) (firstSeq
 }
 
 func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq int64, err error) {
-	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
-		return 0, fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
-	}
-	if len(st.Checkpoint) > MaxBlobBytes {
-		return 0, fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
-	}
-	if err := checkEvents(st.Events); err != nil {
+	if err := st.check(); err != nil {
 		return 0, err
 	}
 	err = s.retry(ctx, func() error {
-		var last int64
-		if len(st.Events) > 0 {
-			var err error
-			if last, err = s.hint(ctx, runID); err != nil {
-				return err
-			}
+		last, err := s.lastSeq(ctx, runID, len(st.Events))
+		if err != nil {
+			return err
 		}
 		now := s.now().UTC()
-		e := newExpr()
-		step := e.n("ckptStep")
-		update := "SET " + step + " = " + e.i(st.Number)
-		cond := "attribute_exists(" + e.n(AttrPK) + ") AND " + e.n("leaseHolder") + " = " + e.s(st.Holder) +
-			" AND " + step + " < " + e.i(st.Number)
-		if len(st.Events) > 0 {
-			seq := e.n("evtSeq")
-			update += ", " + seq + " = " + e.i(last+int64(len(st.Events)))
-			cond += " AND " + seq + " = " + e.i(last)
-		}
+		t := s.newTxn()
+		w := stepWrite(st).advanceSeq(last, len(st.Events))
 		if st.WhileRunning {
-			cond += " AND " + e.n("status") + " = " + e.s(string(StatusRunning))
+			w.is("status", w.s(string(StatusRunning)))
 		}
 		if st.Spend != (Budget{}) {
-			u, c := spendExpr(e, st.Spend)
-			update += ", " + u
-			cond += " AND " + c
+			w.spend(st.Spend)
 		}
+		t.update("run item", runKey(runID), w, s.runStepFailed(ctx, runID, st))
 		ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
 		if err != nil {
 			return err
 		}
-		items := []types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: runKey(runID),
-				UpdateExpression:                    aws.String(update),
-				ConditionExpression:                 aws.String(cond),
-				ExpressionAttributeNames:            e.nameMap(),
-				ExpressionAttributeValues:           e.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Put: &types.Put{TableName: &s.table, Item: ckpt}},
-		}
-		puts, err := s.eventPuts(runID, last+1, st.Events, now)
-		if err != nil {
+		t.put("checkpoint", ckpt, nil, nil)
+		if err := putEvents(t, runID, last+1, st.Events, now); err != nil {
 			return err
 		}
-		err = s.transact(ctx, append(items, puts...))
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 0); failed {
-				cur, err := s.runFrom(ctx, runID, old)
-				switch {
-				case err != nil:
-					return err
-				case cur.Holder != st.Holder:
-					return leaseHeld(runID, cur)
-				case cur.CkptStep >= st.Number:
-					return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
-				case st.WhileRunning && cur.Status != StatusRunning:
-					return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
-				case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
-					return budgetSpent(runID, cur, st.Spend)
-				}
-				s.setHint(runID, cur.EvtSeq)
-				return errRetry
-			}
-		}
-		if err != nil {
+		if err := s.commit(ctx, t); err != nil {
 			return err
 		}
-		if len(st.Events) > 0 {
-			s.setHint(runID, last+int64(len(st.Events)))
-			firstSeq = last + 1
-		}
+		firstSeq = s.appended(runID, last, len(st.Events))
 		return nil
 	})
 	return firstSeq, err
+}
+
+// check refuses a step without a holder, numbered below 1, spending a
+// negative amount or carrying a body too large.
+func (st Step) check() error {
+	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
+		return fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
+	}
+	if len(st.Checkpoint) > MaxBlobBytes {
+		return fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
+	}
+	return checkEvents(st.Events)
+}
+
+// stepWrite is the write of an item that holds a lease and a checkpoint
+// step (a run's or a child's): it must exist, be held by st.Holder and be
+// at a step below st.Number, which it moves to.
+func stepWrite(st Step) *write {
+	w := newWrite().exists()
+	return w.set("ckptStep", w.i(st.Number)).is("leaseHolder", w.s(st.Holder)).below("ckptStep", st.Number)
+}
+
+// advanceSeq moves the run's event counter from last on by n, on the
+// condition that it is still at last; with no events it does nothing.
+func (w *write) advanceSeq(last int64, n int) *write {
+	if n == 0 {
+		return w
+	}
+	return w.set("evtSeq", w.i(last+int64(n))).is("evtSeq", w.i(last))
+}
+
+// lastSeq returns the hint of the run's last event sequence number when
+// n events are to be appended, 0 when none are.
+func (s *Store) lastSeq(ctx context.Context, runID string, n int) (int64, error) {
+	if n == 0 {
+		return 0, nil
+	}
+	return s.hint(ctx, runID)
+}
+
+// appended records that n events were appended after last and returns the
+// sequence number of the first (0 when n is 0).
+func (s *Store) appended(runID string, last int64, n int) int64 {
+	if n == 0 {
+		return 0
+	}
+	s.setHint(runID, last+int64(n))
+	return last + 1
+}
+
+// runStepFailed says why the run item refused st: the lease is another's,
+// the step is committed, the run is not running (with st.WhileRunning),
+// the budget is spent; otherwise the event counter moved and the commit
+// runs again.
+func (s *Store) runStepFailed(ctx context.Context, runID string, st Step) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		cur, err := s.runFrom(ctx, runID, old)
+		switch {
+		case err != nil:
+			return err
+		case cur.Holder != st.Holder:
+			return leaseHeld(runID, cur)
+		case cur.CkptStep >= st.Number:
+			return fmt.Errorf("step %d is committed: %w", cur.CkptStep, ErrStepCommitted)
+		case st.WhileRunning && cur.Status != StatusRunning:
+			return fmt.Errorf("run %s is %s: %w", runID, cur.Status, ErrRunEnded)
+		case cur.TokLeft < st.Spend.Tokens || cur.CallLeft < st.Spend.ToolCalls:
+			return budgetSpent(runID, cur, st.Spend)
+		}
+		s.setHint(runID, cur.EvtSeq)
+		return errRetry
+	}
 }

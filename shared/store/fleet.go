@@ -131,18 +131,10 @@ func (s *Store) CreateFleet(ctx context.Context, nf NewFleet) (Fleet, error) {
 	if err != nil {
 		return Fleet{}, fmt.Errorf("create fleet %s: %w", nf.Name, err)
 	}
-	e := newExpr()
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{Put: &types.Put{TableName: &s.table, Item: fi,
-			ConditionExpression: aws.String("attribute_not_exists(" + e.n(AttrPK) + ")"), ExpressionAttributeNames: e.nameMap()}},
-		{Put: &types.Put{TableName: &s.table, Item: ri}},
-	})
-	if reasons, ok := canceled(err); ok {
-		if _, failed := reasonFailed(reasons, 0); failed {
-			return Fleet{}, fmt.Errorf("create fleet %s: %w", nf.Name, fault.FleetExists)
-		}
-	}
-	if err != nil {
+	t := s.newTxn()
+	t.put("fleet item", fi, newWrite().absent(), failWith(fault.FleetExists))
+	t.put("revision 1", ri, nil, nil)
+	if err := s.commit(ctx, t); err != nil {
 		return Fleet{}, fmt.Errorf("create fleet %s: %w", nf.Name, err)
 	}
 	return fr.fleet(), nil
@@ -266,22 +258,13 @@ func (s *Store) AppendRevision(ctx context.Context, fleet string, def []byte, ha
 		if err != nil {
 			return err
 		}
-		e := newExpr()
-		err = s.transact(ctx, []types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: fleetKey(fleet),
-				UpdateExpression: aws.String("SET " + e.n("rev") + " = " + e.i(rr.Rev) + ", " + e.n("hash") + " = " + e.s(hash) +
-					", " + e.n("updatedAt") + " = " + e.t(now)),
-				ConditionExpression:       aws.String(e.n("rev") + " = " + e.i(fr.Rev)),
-				ExpressionAttributeNames:  e.nameMap(),
-				ExpressionAttributeValues: e.valueMap()}},
-			{Put: &types.Put{TableName: &s.table, Item: ri}},
-		})
-		if reasons, ok := canceled(err); ok {
-			if _, failed := reasonFailed(reasons, 0); failed {
-				return errRetry // another append won revision N+1 (or the fleet went away)
-			}
-		}
-		if err != nil {
+		t := s.newTxn()
+		w := newWrite()
+		w.set("rev", w.i(rr.Rev)).set("hash", w.s(hash)).set("updatedAt", w.t(now)).is("rev", w.i(fr.Rev))
+		// Another append won revision N+1 (or the fleet went away).
+		t.update("fleet item", fleetKey(fleet), w, failWith(errRetry))
+		t.put("revision", ri, nil, nil)
+		if err := s.commit(ctx, t); err != nil {
 			return err
 		}
 		rev = rr.revision()

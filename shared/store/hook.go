@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
@@ -52,18 +51,10 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, fleet string) (string, 
 	if err != nil {
 		return "", fmt.Errorf("rotate webhook secret of fleet %s: %w", fleet, err)
 	}
-	e := newExpr()
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: fleetKey(fleet),
-			ConditionExpression: aws.String("attribute_exists(" + e.n(AttrPK) + ")"), ExpressionAttributeNames: e.nameMap()}},
-		{Put: &types.Put{TableName: &s.table, Item: item}},
-	})
-	if reasons, ok := canceled(err); ok {
-		if _, failed := reasonFailed(reasons, 0); failed {
-			return "", fmt.Errorf("rotate webhook secret of fleet %s: %w", fleet, fault.FleetNotFound)
-		}
-	}
-	if err != nil {
+	t := s.newTxn()
+	t.check("fleet item", fleetKey(fleet), newWrite().exists(), failWith(fault.FleetNotFound))
+	t.put("webhook secret", item, nil, nil)
+	if err := s.commit(ctx, t); err != nil {
 		return "", fmt.Errorf("rotate webhook secret of fleet %s: %w", fleet, err)
 	}
 	return secret, nil

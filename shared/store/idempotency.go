@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -47,10 +46,10 @@ func checkIdempotencyKey(scope, k string) error {
 	return nil
 }
 
-// idempotencyPut is the conditional put that claims a key for runID: it
-// succeeds when the key is free or has expired. DynamoDB deletes expired
-// items only eventually (TTL), so the condition does not rely on it.
-func (s *Store) idempotencyPut(k IdempotencyKey, runID string) (*types.Put, error) {
+// idempotencyClaim is the item that claims a key for runID and the
+// condition of its put: the key is free or has expired. DynamoDB deletes
+// expired items only eventually (TTL), so the condition does not rely on it.
+func (s *Store) idempotencyClaim(k IdempotencyKey, runID string) (map[string]types.AttributeValue, *write, error) {
 	ttl := k.TTL
 	if ttl <= 0 {
 		ttl = DefaultIdempotencyTTL
@@ -60,15 +59,10 @@ func (s *Store) idempotencyPut(k IdempotencyKey, runID string) (*types.Put, erro
 		RunID: runID, ExpiresAt: now.Add(ttl).Unix(), CreatedAt: now}
 	item, err := marshal(rec)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	e := newExpr()
-	return &types.Put{TableName: &s.table, Item: item,
-		ConditionExpression:                 aws.String("attribute_not_exists(" + e.n(AttrPK) + ") OR " + e.n(AttrTTL) + " <= " + e.i(now.Unix())),
-		ExpressionAttributeNames:            e.nameMap(),
-		ExpressionAttributeValues:           e.valueMap(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
+	w := newWrite()
+	return item, w.either("attribute_not_exists("+w.n(AttrPK)+")", w.n(AttrTTL)+" <= "+w.i(now.Unix())), nil
 }
 
 // idempotentRun returns the run id a live claim of k names, from old (the
@@ -102,13 +96,13 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, scope, key, runID strin
 	}
 	k := IdempotencyKey{Scope: scope, Key: key, TTL: ttl}
 	err = s.retry(ctx, func() error {
-		put, err := s.idempotencyPut(k, runID)
+		item, w, err := s.idempotencyClaim(k, runID)
 		if err != nil {
 			return err
 		}
 		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
-			ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+			TableName: &s.table, Item: item, ConditionExpression: w.condition(),
+			ExpressionAttributeNames: w.nameMap(), ExpressionAttributeValues: w.valueMap(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if old, failed := conditionFailed(err); failed {

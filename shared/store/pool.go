@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -206,8 +207,8 @@ func (s *Store) ClaimedSandbox(ctx context.Context, size, runID string) (PoolSan
 // reports whether it did; a sandbox a run claimed meanwhile is left to it.
 // Stopping the sandbox is the caller's, after a drop.
 func (s *Store) DropIdleSandbox(ctx context.Context, size, id string) (bool, error) {
-	e := newExpr()
-	dropped, err := s.deletePool(ctx, size, id, e, e.n("state")+" = "+e.s(string(PoolIdle)))
+	w := newWrite()
+	dropped, err := s.deletePool(ctx, size, id, w.is("state", w.s(string(PoolIdle))))
 	if err != nil {
 		return false, fmt.Errorf("drop idle sandbox %s: %w", id, err)
 	}
@@ -218,8 +219,8 @@ func (s *Store) DropIdleSandbox(ctx context.Context, size, id string) (bool, err
 // it, and reports whether it did. Dropping a record that is gone is not an
 // error.
 func (s *Store) DropClaimedSandbox(ctx context.Context, size, id, runID string) (bool, error) {
-	e := newExpr()
-	dropped, err := s.deletePool(ctx, size, id, e, e.n("claimedBy")+" = "+e.s(runID))
+	w := newWrite()
+	dropped, err := s.deletePool(ctx, size, id, w.is("claimedBy", w.s(runID)))
 	if err != nil {
 		return false, fmt.Errorf("drop sandbox %s of run %s: %w", id, runID, err)
 	}
@@ -232,26 +233,27 @@ type deleter interface {
 	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
-func (s *Store) deletePool(ctx context.Context, size, id string, e *expr, cond string) (bool, error) {
+// errNotDeleted is the failure of a pool delete's condition.
+var errNotDeleted = errors.New("pool record not deleted")
+
+// deletePool deletes the record of sandbox id if w's condition holds, and
+// reports whether it did.
+func (s *Store) deletePool(ctx context.Context, size, id string, w *write) (bool, error) {
 	k := poolKey(size, id)
 	var err error
 	if d, ok := s.db.(deleter); ok {
 		_, err = d.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: k,
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  e.nameMap(),
-			ExpressionAttributeValues: e.valueMap()})
+			ConditionExpression:       w.condition(),
+			ExpressionAttributeNames:  w.nameMap(),
+			ExpressionAttributeValues: w.valueMap()})
 		if _, failed := conditionFailed(err); failed {
 			return false, nil
 		}
 	} else {
-		err = s.transact(ctx, []types.TransactWriteItem{{Delete: &types.Delete{TableName: &s.table, Key: k,
-			ConditionExpression:       aws.String(cond),
-			ExpressionAttributeNames:  e.nameMap(),
-			ExpressionAttributeValues: e.valueMap()}}})
-		if reasons, ok := canceled(err); ok {
-			if _, failed := reasonFailed(reasons, 0); failed {
-				return false, nil
-			}
+		t := s.newTxn()
+		t.delete("pool item", k, w, failWith(errNotDeleted))
+		if err = s.commit(ctx, t); errors.Is(err, errNotDeleted) {
+			return false, nil
 		}
 	}
 	return err == nil, err

@@ -329,34 +329,63 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 			return s.existingRun(ctx, id, err)
 		}
 	}
-	fr, err := s.getFleet(ctx, nr.Fleet)
+	rev, err := s.runRevision(ctx, nr)
 	if err != nil {
 		return Run{}, false, err
-	}
-	if fr.Paused {
-		return Run{}, false, fault.FleetPaused
-	}
-	rev := nr.Revision
-	if rev == 0 {
-		rev = fr.Rev
-	}
-	if rev > fr.Rev {
-		return Run{}, false, fault.New(fault.RevisionNotFound, "fleet %s has no revision %d", nr.Fleet, rev)
-	}
-	if nr.Continues != "" {
-		prev, err := s.getRun(ctx, nr.Continues)
-		if errors.Is(err, fault.RunNotFound) || (err == nil && prev.Fleet != nr.Fleet) {
-			return Run{}, false, fault.New(fault.RequestInvalid, "there is no run %s of fleet %s to continue", nr.Continues, nr.Fleet)
-		}
-		if err != nil {
-			return Run{}, false, err
-		}
 	}
 	now := s.now().UTC()
 	id := nr.ID
 	if id == "" {
 		id = newID("run_", now)
 	}
+	rr := nr.record(id, rev, now)
+	t, err := s.createRunTxn(ctx, nr, rr)
+	if err != nil {
+		return Run{}, false, err
+	}
+	err = s.commit(ctx, t)
+	var claimed keyClaimed
+	if errors.As(err, &claimed) {
+		return s.existingRun(ctx, claimed.runID, nil)
+	}
+	if err != nil {
+		return Run{}, false, err
+	}
+	return rr.run(), true, nil
+}
+
+// runRevision returns the revision a run of nr pins, checking what can be
+// checked before the write: the fleet exists and is not paused, has the
+// revision asked for, and has the run nr continues.
+func (s *Store) runRevision(ctx context.Context, nr NewRun) (int64, error) {
+	fr, err := s.getFleet(ctx, nr.Fleet)
+	if err != nil {
+		return 0, err
+	}
+	if fr.Paused {
+		return 0, fault.FleetPaused
+	}
+	rev := nr.Revision
+	if rev == 0 {
+		rev = fr.Rev
+	}
+	if rev > fr.Rev {
+		return 0, fault.New(fault.RevisionNotFound, "fleet %s has no revision %d", nr.Fleet, rev)
+	}
+	if nr.Continues != "" {
+		prev, err := s.getRun(ctx, nr.Continues)
+		if errors.Is(err, fault.RunNotFound) || (err == nil && prev.Fleet != nr.Fleet) {
+			return 0, fault.New(fault.RequestInvalid, "there is no run %s of fleet %s to continue", nr.Continues, nr.Fleet)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return rev, nil
+}
+
+// record is the queued run nr creates, with id, pinning rev.
+func (nr NewRun) record(id string, rev int64, now time.Time) runRecord {
 	rr := runRecord{PK: prefixRun + id, SK: skRun, GSI1PK: prefixFleet + nr.Fleet, GSI1SK: prefixRun + id,
 		Kind: "run", ID: id, Fleet: nr.Fleet, Rev: rev, Source: nr.Source, ScheduleID: nr.ScheduleID,
 		Status: StatusQueued, CreatedAt: now, StatusAt: now, Callback: nr.CallbackURL, Continues: nr.Continues,
@@ -372,71 +401,73 @@ func (s *Store) createRun(ctx context.Context, nr NewRun) (Run, bool, error) {
 		rr.Channel, rr.ThreadTS = nr.Thread.Channel, nr.Thread.ThreadTS
 		rr.SlackUser, rr.SlackTeam = nr.Thread.User, nr.Thread.Team
 	}
-	ri, err := marshal(rr)
-	if err != nil {
-		return Run{}, false, err
-	}
-	fe := newExpr()
-	re := newExpr()
-	items := []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: fleetKey(nr.Fleet),
-			ConditionExpression:                 aws.String("attribute_exists(" + fe.n(AttrPK) + ") AND " + fe.n("paused") + " = " + fe.b(false)),
-			ExpressionAttributeNames:            fe.nameMap(),
-			ExpressionAttributeValues:           fe.valueMap(),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-		{Put: &types.Put{TableName: &s.table, Item: ri,
-			ConditionExpression: aws.String("attribute_not_exists(" + re.n(AttrPK) + ")"), ExpressionAttributeNames: re.nameMap()}},
-	}
-	if len(nr.Input) > 0 {
-		ii, err := marshal(inputRecord{PK: prefixRun + id, SK: skInput, Data: nr.Input})
+	return rr
+}
+
+// keyClaimed is the failure of a run's idempotency claim: the key's live
+// claim names runID.
+type keyClaimed struct{ runID string }
+
+func (keyClaimed) Error() string { return "idempotency key already claimed" }
+
+// createRunTxn is the transaction that creates rr: the idempotency claim
+// (when nr has a key), a check that the fleet exists and is not paused,
+// the run, and its input.
+func (s *Store) createRunTxn(ctx context.Context, nr NewRun, rr runRecord) (*txn, error) {
+	t := s.newTxn()
+	if k := nr.Idempotency; k != nil {
+		item, w, err := s.idempotencyClaim(*k, rr.ID)
 		if err != nil {
-			return Run{}, false, err
+			return nil, err
 		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: ii}})
-	}
-	idemAt := -1
-	if nr.Idempotency != nil {
-		put, err := s.idempotencyPut(*nr.Idempotency, id)
-		if err != nil {
-			return Run{}, false, err
-		}
-		idemAt = len(items)
-		items = append(items, types.TransactWriteItem{Put: put})
-	}
-	err = s.transact(ctx, items)
-	if reasons, ok := canceled(err); ok {
-		if old, failed := reasonFailed(reasons, idemAt); failed {
-			id, ok, err := s.idempotentRun(ctx, *nr.Idempotency, old)
-			if err == nil && !ok {
-				return Run{}, false, errRetry // the key expired in between
-			}
-			return s.existingRun(ctx, id, err)
-		}
-		if old, failed := reasonFailed(reasons, 0); failed {
-			item, err := s.current(ctx, fleetKey(nr.Fleet), old)
+		t.put("idempotency key", item, w, func(old map[string]types.AttributeValue) error {
+			id, ok, err := s.idempotentRun(ctx, *k, old)
 			switch {
 			case err != nil:
-				return Run{}, false, err
-			case item == nil:
-				return Run{}, false, fault.FleetNotFound
+				return err
+			case !ok:
+				return errRetry // the key expired in between
 			}
-			var fr fleetRecord
-			if err := unmarshal(item, &fr); err != nil {
-				return Run{}, false, err
-			}
-			if fr.Paused {
-				return Run{}, false, fault.FleetPaused
-			}
-			return Run{}, false, errRetry // resumed between the write and the read
-		}
-		if _, failed := reasonFailed(reasons, 1); failed {
-			return Run{}, false, fault.New(fault.RequestInvalid, "a run with id %s exists", id)
-		}
+			return keyClaimed{id}
+		})
 	}
+	fw := newWrite().exists()
+	t.check("fleet item", fleetKey(nr.Fleet), fw.is("paused", fw.b(false)), s.fleetRefusesRuns(ctx, nr.Fleet))
+	ri, err := marshal(rr)
 	if err != nil {
-		return Run{}, false, err
+		return nil, err
 	}
-	return rr.run(), true, nil
+	t.put("run item", ri, newWrite().absent(), failWith(fault.New(fault.RequestInvalid, "a run with id %s exists", rr.ID)))
+	if len(nr.Input) > 0 {
+		ii, err := marshal(inputRecord{PK: prefixRun + rr.ID, SK: skInput, Data: nr.Input})
+		if err != nil {
+			return nil, err
+		}
+		t.put("run input", ii, nil, nil)
+	}
+	return t, nil
+}
+
+// fleetRefusesRuns says why the fleet refused a run: it does not exist, or
+// is paused; otherwise it was resumed in between and the create runs again.
+func (s *Store) fleetRefusesRuns(ctx context.Context, fleet string) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		item, err := s.current(ctx, fleetKey(fleet), old)
+		switch {
+		case err != nil:
+			return err
+		case item == nil:
+			return fault.FleetNotFound
+		}
+		var fr fleetRecord
+		if err := unmarshal(item, &fr); err != nil {
+			return err
+		}
+		if fr.Paused {
+			return fault.FleetPaused
+		}
+		return errRetry
+	}
 }
 
 // NewRunID returns a fresh run id. Ids sort by creation time.

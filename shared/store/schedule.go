@@ -238,58 +238,47 @@ func (s *Store) createSchedule(ctx context.Context, ns NewSchedule) (Schedule, e
 		if err != nil {
 			return err
 		}
-		fe, se := newExpr(), newExpr()
-		total := fe.n("schedTotal")
-		update := "SET " + total + " = " + total + " + " + fe.i(1)
-		cond := "attribute_exists(" + fe.n(AttrPK) + ") AND " + total + " < " + fe.i(MaxSchedules)
+		t := s.newTxn()
+		fw := newWrite().exists().incr("schedTotal", 1).below("schedTotal", MaxSchedules)
 		if byFleet {
-			mine := fe.n("schedFleet")
-			update += ", " + mine + " = " + mine + " + " + fe.i(1)
-			cond += " AND " + mine + " < " + fe.i(MaxFleetSchedules)
+			fw.incr("schedFleet", 1).below("schedFleet", MaxFleetSchedules)
 		}
-		err = s.transact(ctx, []types.TransactWriteItem{
-			{Update: &types.Update{TableName: &s.table, Key: fleetKey(ns.Fleet),
-				UpdateExpression:                    aws.String(update),
-				ConditionExpression:                 aws.String(cond),
-				ExpressionAttributeNames:            fe.nameMap(),
-				ExpressionAttributeValues:           fe.valueMap(),
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
-			{Put: &types.Put{TableName: &s.table, Item: item,
-				ConditionExpression: aws.String("attribute_not_exists(" + se.n(AttrPK) + ")"), ExpressionAttributeNames: se.nameMap()}},
-		})
-		if reasons, ok := canceled(err); ok {
-			if old, failed := reasonFailed(reasons, 0); failed {
-				item, err := s.current(ctx, fleetKey(ns.Fleet), old)
-				if err != nil {
-					return err
-				}
-				if item == nil {
-					return fault.FleetNotFound
-				}
-				var fr fleetRecord
-				if err := unmarshal(item, &fr); err != nil {
-					return err
-				}
-				// The fleet's own cap first: the 17th fleet-created schedule is
-				// UZ-SCHED-009 even when the fleet also holds 32.
-				if byFleet && fr.SchedFleet >= MaxFleetSchedules {
-					return fault.New(fault.SchedFleetCap, "fleet %s has created %d schedules itself", ns.Fleet, fr.SchedFleet)
-				}
-				if fr.SchedTotal >= MaxSchedules {
-					return fault.New(fault.SchedTotalCap, "fleet %s holds %d schedules", ns.Fleet, fr.SchedTotal)
-				}
-				return errRetry // a schedule was deleted between the write and the read
-			}
-			if _, failed := reasonFailed(reasons, 1); failed {
-				return errRetry // id collision: theoretical
-			}
-		}
-		return err
+		t.update("fleet item", fleetKey(ns.Fleet), fw, s.scheduleCapFailed(ctx, ns.Fleet, byFleet))
+		t.put("schedule item", item, newWrite().absent(), failWith(errRetry)) // id collision: theoretical
+		return s.commit(ctx, t)
 	})
 	if err != nil {
 		return Schedule{}, err
 	}
 	return rec.schedule(), nil
+}
+
+// scheduleCapFailed says why the fleet refused a schedule: it does not
+// exist, or a cap is reached; otherwise a schedule was deleted in between
+// and the create runs again.
+func (s *Store) scheduleCapFailed(ctx context.Context, fleet string, byFleet bool) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		item, err := s.current(ctx, fleetKey(fleet), old)
+		if err != nil {
+			return err
+		}
+		if item == nil {
+			return fault.FleetNotFound
+		}
+		var fr fleetRecord
+		if err := unmarshal(item, &fr); err != nil {
+			return err
+		}
+		// The fleet's own cap first: the 17th fleet-created schedule is
+		// UZ-SCHED-009 even when the fleet also holds 32.
+		if byFleet && fr.SchedFleet >= MaxFleetSchedules {
+			return fault.New(fault.SchedFleetCap, "fleet %s has created %d schedules itself", fleet, fr.SchedFleet)
+		}
+		if fr.SchedTotal >= MaxSchedules {
+			return fault.New(fault.SchedTotalCap, "fleet %s holds %d schedules", fleet, fr.SchedTotal)
+		}
+		return errRetry
+	}
 }
 
 // GetSchedule returns a schedule of the fleet, or fault.SchedNotFound.
@@ -524,29 +513,15 @@ func (s *Store) deleteSchedule(ctx context.Context, fleet, id string, actor Acto
 	}
 	// Source never changes, so the counters to lower are known before the
 	// write; the delete's condition makes sure they are lowered once.
-	se, fe := newExpr(), newExpr()
-	total := fe.n("schedTotal")
-	update := "SET " + total + " = " + total + " - " + fe.i(1)
+	t := s.newTxn()
+	sw := newWrite().exists()
+	t.delete("schedule item", schedKey(fleet, id), sw.is("source", sw.s(string(r.Source))), failWith(fault.SchedNotFound)) // deleted meanwhile
+	fw := newWrite().incr("schedTotal", -1)
 	if r.Source == ActorFleet {
-		mine := fe.n("schedFleet")
-		update += ", " + mine + " = " + mine + " - " + fe.i(1)
+		fw.incr("schedFleet", -1)
 	}
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{Delete: &types.Delete{TableName: &s.table, Key: schedKey(fleet, id),
-			ConditionExpression:       aws.String("attribute_exists(" + se.n(AttrPK) + ") AND " + se.n("source") + " = " + se.s(string(r.Source))),
-			ExpressionAttributeNames:  se.nameMap(),
-			ExpressionAttributeValues: se.valueMap()}},
-		{Update: &types.Update{TableName: &s.table, Key: fleetKey(fleet),
-			UpdateExpression:          aws.String(update),
-			ExpressionAttributeNames:  fe.nameMap(),
-			ExpressionAttributeValues: fe.valueMap()}},
-	})
-	if reasons, ok := canceled(err); ok {
-		if _, failed := reasonFailed(reasons, 0); failed {
-			return fault.SchedNotFound // deleted meanwhile
-		}
-	}
-	return err
+	t.update("fleet item", fleetKey(fleet), fw, nil)
+	return s.commit(ctx, t)
 }
 
 // ScheduleRunnable applies cron_run's rule (and the schedule λ's) to a

@@ -107,19 +107,11 @@ func (s *Store) PutSlackRoute(ctx context.Context, channel, fleet string) (Chann
 	if err != nil {
 		return ChannelRoute{}, fmt.Errorf("route Slack channel %s: %w", channel, err)
 	}
-	e := newExpr()
-	err = s.transact(ctx, []types.TransactWriteItem{
-		{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: fleetKey(fleet),
-			ConditionExpression: aws.String("attribute_exists(" + e.n(AttrPK) + ")"), ExpressionAttributeNames: e.nameMap()}},
-		{Put: &types.Put{TableName: &s.table, Item: item}},
-	})
-	if reasons, ok := canceled(err); ok {
-		if _, failed := reasonFailed(reasons, 0); failed {
-			return ChannelRoute{}, fmt.Errorf("route Slack channel %s to fleet %s: %w", channel, fleet,
-				fault.New(fault.FleetNotFound, "there is no fleet %s to route Slack channel %s to", fleet, channel))
-		}
-	}
-	if err != nil {
+	t := s.newTxn()
+	t.check("fleet item", fleetKey(fleet), newWrite().exists(),
+		failWith(fault.New(fault.FleetNotFound, "there is no fleet %s to route Slack channel %s to", fleet, channel)))
+	t.put("route", item, nil, nil)
+	if err := s.commit(ctx, t); err != nil {
 		return ChannelRoute{}, fmt.Errorf("route Slack channel %s to fleet %s: %w", channel, fleet, err)
 	}
 	return ChannelRoute{Channel: channel, Fleet: fleet, UpdatedAt: rec.UpdatedAt}, nil

@@ -148,16 +148,6 @@ func canceled(err error) ([]types.CancellationReason, bool) {
 	return nil, false
 }
 
-// reasonFailed reports whether transaction item i failed its condition, and
-// returns the old item if DynamoDB sent it.
-func reasonFailed(reasons []types.CancellationReason, i int) (map[string]types.AttributeValue, bool) {
-	if i < 0 || i >= len(reasons) {
-		return nil, false
-	}
-	r := reasons[i]
-	return r.Item, aws.ToString(r.Code) == "ConditionalCheckFailed"
-}
-
 // conflicted reports whether a transaction was cancelled only because other
 // transactions touched the same items (real DynamoDB; it retries cleanly).
 func conflicted(reasons []types.CancellationReason) bool {
@@ -172,18 +162,6 @@ func conflicted(reasons []types.CancellationReason) bool {
 		}
 	}
 	return conflict
-}
-
-// transact runs a transaction; a cancellation caused only by conflicting
-// transactions is retried here, so callers see condition failures only.
-func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) error {
-	return s.retry(ctx, func() error {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if reasons, ok := canceled(err); ok && conflicted(reasons) {
-			return errRetry
-		}
-		return err
-	})
 }
 
 // current returns old when DynamoDB sent it with a failed condition,
