@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -36,7 +38,7 @@ func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithBaseEndpoint(endpoint),
 		// The emulator is local: retry throttling-free, and never wait long.
-		config.WithRetryMaxAttempts(3),
+		config.WithRetryer(func() aws.Retryer { return seenRetries{retry.AddWithMaxAttempts(retry.NewStandard(), 3)} }),
 		// One connection per request. moto serves one connection at a time,
 		// and a kept-alive connection left idle (a dial finished after its
 		// request was cancelled lands in the idle pool) would hold it.
@@ -77,6 +79,15 @@ func Start(ctx context.Context, addr string) (*Moto, error) {
 	}
 	cmd := exec.Command(python, filepath.Join(root, "localstack", "moto_server.py"), "--host", host, "--port", port)
 	cmd.Stderr = nil // moto logs every request there; keep test output readable
+	if name := os.Getenv("AGENTSFLEET_MOTO_LOG"); name != "" {
+		// Debugging the emulator: its request log and tracebacks to a file.
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("AGENTSFLEET_MOTO_LOG: %w", err)
+		}
+		defer f.Close()
+		cmd.Stderr = f
+	}
 	cmd.SysProcAttr = procAttr()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -182,4 +193,18 @@ func isRepo(dir string) bool {
 	_, err1 := os.Stat(filepath.Join(dir, "go.mod"))
 	_, err2 := os.Stat(filepath.Join(dir, "localstack", "moto_server.py"))
 	return err1 == nil && err2 == nil
+}
+
+// seenRetries logs why a request to the emulator is retried. A retry there
+// is rare and worth seeing: a conditional write retried after its first
+// attempt landed fails its own condition, and the log says what the first
+// attempt met.
+type seenRetries struct{ aws.Retryer }
+
+func (r seenRetries) IsErrorRetryable(err error) bool {
+	ok := r.Retryer.IsErrorRetryable(err)
+	if ok {
+		log.Printf("emulator: retrying a request after: %v", err)
+	}
+	return ok
 }
