@@ -19,12 +19,10 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/e2e/deployment"
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
+	afdeploy "github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 )
-
-// The functions, as `make lambdas` builds them (for this machine).
-var lambdaFunctions = []string{"api", "runner", "schedule", "slack", "webtools"}
 
 var (
 	synthOnce sync.Once
@@ -40,7 +38,7 @@ func synthesized(t testing.TB) string {
 	t.Helper()
 	synthOnce.Do(func() {
 		lambdas := filepath.Join(bin, "lambda")
-		for _, fn := range lambdaFunctions {
+		for _, fn := range afdeploy.Functions {
 			cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w",
 				"-o", filepath.Join(lambdas, fn, "bootstrap"), "./functions/"+fn)
 			cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
