@@ -72,6 +72,12 @@ func newEnv(t testing.TB, script string, opts ...func(*runner.Config)) *env {
 	for _, o := range opts {
 		o(&e.cfg)
 	}
+	if e.cfg.After != nil {
+		// A runner that waits on an injected clock waits for a lease to
+		// lapse by the store's clock: the store reads the same one.
+		e.store = store.New(db, table, store.WithClock(e.cfg.Now))
+		e.cfg.Store = e.store
+	}
 	e.runner, err = runner.New(e.cfg)
 	if err != nil {
 		t.Fatal(err)

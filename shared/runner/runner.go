@@ -84,6 +84,10 @@ type Config struct {
 	Watch time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// After is Now's timer: it sends on the channel once d has passed by
+	// Now. The wait for a lapsing lease goes through it; nil means
+	// time.After. A clock injected for tests sets both.
+	After func(d time.Duration) <-chan time.Time
 	// Log receives the runner's log lines; nil means slog.Default().
 	Log *slog.Logger
 }
@@ -139,6 +143,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
 	}
 	if cfg.Watch <= 0 {
 		cfg.Watch = 2 * time.Second
@@ -320,16 +327,18 @@ func stoppedError(takeovers int, what string) *RunError {
 // run left to it, as it is at once for a fresh lease, or one that would
 // lapse past ctx's deadline. (A lease that has already run out is taken
 // by the first acquire; the store says whose it was, for the count.)
+// It reads and waits on Config.Now and Config.After, the clock the store's
+// lease expiry is by.
 func (r *Runner) awaitLease(ctx context.Context, acquire func() error) error {
 	err := acquire()
 	var held *store.LeaseHeld
-	if !errors.As(err, &held) || time.Until(held.Until) > r.cfg.Lease*2/3-r.cfg.Lease/12 {
+	if !errors.As(err, &held) || held.Until.Sub(r.cfg.Now()) > r.cfg.Lease*2/3-r.cfg.Lease/12 {
 		return err
 	}
 	first := *held
 	for {
-		wait := time.Until(held.Until) + leasePoll/10
-		if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+		wait := held.Until.Sub(r.cfg.Now()) + leasePoll/10
+		if dl, ok := ctx.Deadline(); ok && r.cfg.Now().Add(wait).After(dl) {
 			return err
 		}
 		// Poll: a holder that hands over releases the lease before it
@@ -337,7 +346,7 @@ func (r *Runner) awaitLease(ctx context.Context, acquire func() error) error {
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(min(wait, leasePoll)):
+		case <-r.cfg.After(min(wait, leasePoll)):
 		}
 		if err = acquire(); !errors.As(err, &held) {
 			return err // taken (lapsed or released), or the store failing

@@ -472,7 +472,8 @@ func (e *env) readMaybe(name string) string {
 func TestLapsedLeaseIsTakenOver(t *testing.T) {
 	t.Parallel()
 	const lease = 3 * time.Second
-	e := newEnv(t, appendThrice, func(c *runner.Config) { c.Lease = lease })
+	clock := newFakeClock()
+	e := newEnv(t, appendThrice, clock.on, func(c *runner.Config) { c.Lease = lease })
 	d := e.fleet(definition("lapse", "bash"))
 
 	dead := e.start(d, "append")
@@ -480,12 +481,12 @@ func TestLapsedLeaseIsTakenOver(t *testing.T) {
 	if _, err := e.store.AcquireLease(ctx, dead, "inv_killed", 800*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
+	began := clock.Now()
 	if err := e.runner.Run(ctx, dead); err != nil {
 		t.Fatal(err)
 	}
-	if waited := time.Since(began); waited < 700*time.Millisecond {
-		t.Errorf("ran after %v, before the dead holder's lease lapsed", waited)
+	if waited := clock.Since(began); waited < 800*time.Millisecond {
+		t.Errorf("ran after %v by the clock, before the dead holder's lease lapsed", waited)
 	}
 	if run, end := e.ended(dead); run.Status != store.StatusSucceeded || end.Answer != "appended" {
 		t.Fatalf("the run of the dead holder: %s, %+v; want it taken over and finished", run.Status, end)
@@ -495,16 +496,16 @@ func TestLapsedLeaseIsTakenOver(t *testing.T) {
 	if _, err := e.store.AcquireLease(ctx, live, "inv_alive", lease); err != nil {
 		t.Fatal(err)
 	}
-	began = time.Now()
+	began = clock.Now()
 	if err := e.runner.Run(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	if run, err := e.store.GetRun(ctx, live); err != nil || run.Status != store.StatusQueued || time.Since(began) > lease/2 {
-		t.Fatalf("a live holder's run: %+v, %v after %v; want it left queued, at once", run.Status, err, time.Since(began))
+	if run, err := e.store.GetRun(ctx, live); err != nil || run.Status != store.StatusQueued || clock.Since(began) != 0 {
+		t.Fatalf("a live holder's run: %+v, %v after %v by the clock; want it left queued, at once", run.Status, err, clock.Since(began))
 	}
 	// It misses its renewals from now on: once it has missed one, the next
 	// invocation waits for the lease to lapse and takes over.
-	time.Sleep(lease / 2)
+	clock.Advance(lease / 2)
 	if err := e.runner.Run(ctx, live); err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +519,7 @@ func TestLapsedLeaseIsTakenOver(t *testing.T) {
 // retry that may die too and leave it running for ever.
 func TestRunKilledTwiceFails(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, appendThrice, func(c *runner.Config) { c.Lease = 3 * time.Second })
+	e := newEnv(t, appendThrice, newFakeClock().on, func(c *runner.Config) { c.Lease = 3 * time.Second })
 	d := e.fleet(definition("killed", "bash"))
 	id := e.start(d, "append")
 	// A first takeover already happened, and that invocation died too.
