@@ -253,8 +253,10 @@ func TestKilledSandboxIsReplaced(t *testing.T) {
 	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for state(stopped) != 'T' {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); state(stopped) != 'T'; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxd %d not stopped 30 s after SIGSTOP: state %q", stopped, state(stopped))
+		}
 	}
 	again := acquire(t, l, s)
 	if again == fresh || !gone(stopped) {
