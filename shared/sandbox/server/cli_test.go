@@ -276,13 +276,22 @@ func TestServeSurvivesItsCommands(t *testing.T) {
 	for round := range 4 {
 		// Commands running at once, each with a thread of sandboxd
 		// waiting for it, while the probe lists and tries every thread.
+		// Each says it began, then runs until the probe is done (30 s at
+		// most).
 		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() { c.result(t, "bash", `{"command":"sleep 0.2"}`) })
+		for i := range 8 {
+			wg.Go(func() {
+				c.result(t, "bash", fmt.Sprintf(`{"command":"touch began-%d-%d; for i in $(seq 3000); do [ -e probed-%d ] && break; sleep 0.01; done"}`, round, i, round))
+			})
 		}
-		time.Sleep(50 * time.Millisecond)
+		for i := range 8 {
+			awaitFile(t, filepath.Join(f.work, fmt.Sprintf("began-%d-%d", round, i)), fmt.Sprintf("round %d: command %d", round, i))
+		}
 		if res := c.result(t, "bash", probe); res.Output != "reachable 0\n[exit code 0]" {
 			t.Errorf("round %d: %q: a command can signal sandboxd", round, res.Output)
+		}
+		if err := os.WriteFile(filepath.Join(f.work, fmt.Sprintf("probed-%d", round)), nil, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		wg.Wait()
 	}
@@ -422,9 +431,18 @@ func TestServeTLSFromTokenEndToEnd(t *testing.T) {
 	if err := sandboxd(t, "health", "--addr", p.addr).Run(); err == nil {
 		t.Error("sandboxd health without --tls passes against a TLS sandboxd")
 	}
-	time.Sleep(100 * time.Millisecond) // a call that got through would be logged by now
-	if got := strings.Count(p.log(), `"msg":"tool"`); got != calls || calls != 3 {
-		t.Errorf("sandboxd logged %d tool calls, then %d; want 3 and no more:\n%s", calls, got, p.log())
+	// A last read of the right client: the log is in order, so once its
+	// line is there, a call that got through before it is logged too.
+	if _, err := c.Call(ctx, "read", json.RawMessage(`{"path":"a.txt"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(p.log(), `"tool":"read"`) < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the last read not logged after 30 s:\n%s", p.log())
+		}
+	}
+	if got := strings.Count(p.log(), `"msg":"tool"`); got != calls+1 || calls != 3 {
+		t.Errorf("sandboxd logged %d tool calls, then %d with one more; want 3 and no more:\n%s", calls, got, p.log())
 	}
 }
 

@@ -76,6 +76,20 @@ func newFixture(t *testing.T) *fixture {
 
 const testToken = "test-token-0123456789abcdef"
 
+// awaitFile waits, up to 30 seconds, until name exists: a command writes it
+// to say it began.
+func awaitFile(t *testing.T, name, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s not there after 30 s", what, name)
+		}
+	}
+}
+
 // client calls a sandboxd API at base.
 type client struct {
 	base  string

@@ -149,7 +149,10 @@ func TestIdempotency(t *testing.T) {
 			ci := &client{base: c.base, token: testToken, http: &http.Client{Transport: &http.Transport{}}}
 			results[i] = ci.result(t, "bash", appendOnce, wire.IdempotencyHeader, "step-1")
 		}()
-		time.Sleep(50 * time.Millisecond)
+		if i == 0 {
+			// The retries come while the first call runs.
+			awaitFile(t, filepath.Join(f.work, "log.txt"), "the first call")
+		}
 	}
 	wg.Wait()
 	for i, res := range results {
@@ -274,8 +277,8 @@ func TestGracefulShutdown(t *testing.T) {
 	base, stop, done := serveOn(t, srv)
 	c := &client{base: base, token: testToken, http: &http.Client{}}
 	got := make(chan tool.Result, 1)
-	go func() { got <- c.result(t, "bash", `{"command":"sleep 0.5; echo finished"}`) }()
-	time.Sleep(200 * time.Millisecond)
+	go func() { got <- c.result(t, "bash", `{"command":"touch began; sleep 0.5; echo finished"}`) }()
+	awaitFile(t, filepath.Join(f.work, "began"), "the call in progress at shutdown")
 	stop() // SIGTERM
 	if res := <-got; res.Output != "finished\n[exit code 0]" {
 		t.Fatalf("call in progress at shutdown = %q, want it finished", res.Output)
@@ -294,14 +297,14 @@ func TestShutdownGraceEndsLongCalls(t *testing.T) {
 	}
 	base, stop, done := serveOn(t, srv)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, base+wire.ToolsPath+"bash", strings.NewReader(`{"command":"sleep 60"}`))
+		req, _ := http.NewRequest(http.MethodPost, base+wire.ToolsPath+"bash", strings.NewReader(`{"command":"touch began; sleep 60"}`))
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		req.Header.Set(wire.IdempotencyHeader, "long")
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	awaitFile(t, filepath.Join(f.work, "began"), "the call that outlasts the grace")
 	start := time.Now()
 	stop()
 	select {
