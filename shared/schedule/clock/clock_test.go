@@ -99,6 +99,28 @@ type fakeNow struct {
 func (f *fakeNow) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
 func (f *fakeNow) Set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
 
+// firstRead wraps now: the channel is closed once the clock has read it
+// the first time, when Run takes its start time.
+func firstRead(now func() time.Time) (func() time.Time, <-chan struct{}) {
+	read := make(chan struct{})
+	var once sync.Once
+	return func() time.Time {
+		t := now()
+		once.Do(func() { close(read) })
+		return t
+	}, read
+}
+
+// await waits, up to 30 seconds, for ch to be closed.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: not after 30 s", what)
+	}
+}
+
 // run starts the clock and stops it, checking Run's result, at cleanup.
 func run(t *testing.T, src clock.Schedules, target clock.Target, opt clock.Options) {
 	t.Helper()
@@ -286,7 +308,8 @@ func TestRunWaitsForFirings(t *testing.T) {
 		return ctx.Err()
 	}
 	put(t, s, eventbridge.Schedule{Name: "slow", Expression: "rate(1 hour)", Input: []byte(`{}`)})
-	c, err := clock.New(s, target, clock.Options{Poll: 10 * time.Millisecond})
+	nowFn, began := firstRead(time.Now)
+	c, err := clock.New(s, target, clock.Options{Poll: 10 * time.Millisecond, Now: nowFn})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +319,7 @@ func TestRunWaitsForFirings(t *testing.T) {
 	// The rate was created before the clock started, so its first time
 	// (the creation) is not backfilled; its next is an hour away. Use Run's
 	// second-run refusal meanwhile.
-	time.Sleep(50 * time.Millisecond)
+	await(t, began, "Run started")
 	second, stop := context.WithTimeout(context.Background(), time.Second)
 	defer stop()
 	if err := c.Run(second); err == nil {
@@ -321,11 +344,12 @@ func TestRunWaitsForFirings(t *testing.T) {
 	// Now one that fires at once (created after the clock started) and
 	// blocks until the clock stops.
 	now := &fakeNow{t: time.Now().Add(-time.Minute)}
-	c, _ = clock.New(s, target, clock.Options{Poll: 10 * time.Millisecond, Now: now.Now})
+	nowFn, began = firstRead(now.Now)
+	c, _ = clock.New(s, target, clock.Options{Poll: 10 * time.Millisecond, Now: nowFn})
 	ctx, cancel = context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { done <- c.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond)
+	await(t, began, "the second clock's Run started") // its start time is before the schedule's creation
 	put(t, s, eventbridge.Schedule{Name: "slow2", Expression: "rate(2 hours)", Input: []byte(`{}`)})
 	now.Set(time.Now().Add(time.Second))
 	select {
