@@ -530,6 +530,7 @@ func (x *execution) watch(ctx context.Context) (stop func()) {
 				}
 				if run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID); err == nil && run.Status == store.StatusCancelled {
 					x.cancelled.Store(true)
+					testHookCancelSeen(x.run.ID)
 					return
 				}
 			}
@@ -537,6 +538,10 @@ func (x *execution) watch(ctx context.Context) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// testHookCancelSeen is called once watch has seen the run cancelled, so
+// tests wait for that instead of sleeping; a no-op outside them.
+var testHookCancelSeen = func(runID string) {}
 
 // start commits step 1: run.started and the input as the first message.
 func (x *execution) start(ctx context.Context) error {

@@ -360,6 +360,7 @@ func TestCancelledRunStops(t *testing.T) {
 			d := e.fleet(definition("cancel", "bash"))
 			id := e.start(d, "append")
 			var once atomic.Bool
+			watched := runner.CancelSeen(id)
 			e.onNote = func(n runner.Note) {
 				seen := n.Event != nil && n.Event.Type == tc.on || n.Calling != nil && tc.on == runner.EventToolCall
 				if seen && once.CompareAndSwap(false, true) {
@@ -367,7 +368,12 @@ func TestCancelledRunStops(t *testing.T) {
 						t.Error(err)
 					}
 					if tc.watch < time.Second {
-						time.Sleep(200 * time.Millisecond) // the watch reads the status meanwhile
+						// The next turn waits until the watch has read the status.
+						select {
+						case <-watched:
+						case <-time.After(30 * time.Second):
+							t.Error("the watch did not see the cancellation in 30 s")
+						}
 					}
 				}
 			}
