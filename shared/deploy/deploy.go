@@ -3,10 +3,12 @@
 // package of its own beside this one that builds it as a deployment
 // configures it, from its settings (the environment), through each
 // component's own FromEnv (store.FromEnv, invoke.FromEnv, ecs.FromEnv,
-// slack.FromEnv, …): apifn, runnerfn, schedulefn, slackfn and webtoolsfn.
-// A function's main imports its own package alone, so that it links only
-// the components it runs (the api function never links the agent loop's
-// models or sandboxes, nor the web tools' HTML stack). Package
+// slack.FromEnv, …): apifn, runnerfn, schedulefn, slackfn and webtoolsfn,
+// the first four over package table (the settings checked, the store, the
+// invoker). A function's main imports its own package alone, so that it
+// links only the components it runs: the model providers' SDKs and the
+// sandboxes' ECS and EC2 clients are the runner's alone (functions/coldstart
+// checks it). Package
 // deploy/settings lists, for every function, the variables its builder
 // reads: the CDK stack's tests (infra/) hold each function's environment
 // in the template to it.

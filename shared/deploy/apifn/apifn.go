@@ -8,6 +8,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
@@ -33,14 +34,7 @@ func Settings() []setting.Var {
 // over the http.Handler `agentsfleet dev` serves.
 func New(_ context.Context, e deploy.Env) (*api.API, error) {
 	getenv, log := e.Getenv, e.Logger()
-	if err := setting.Check(getenv, Settings(), "the api function"); err != nil {
-		return nil, err
-	}
-	st, err := store.FromEnv(getenv, e.AWS)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := e.Calls(calls)
+	st, inv, err := table.Open(e, "api", Settings(), calls)
 	if err != nil {
 		return nil, err
 	}

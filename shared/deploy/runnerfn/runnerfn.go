@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/callback"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
@@ -47,14 +48,7 @@ const noSandboxes = "this deployment has no sandboxes: its runner has no AGENTSF
 // bucket. Its handler is Runner.Handle.
 func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 	getenv, log := e.Getenv, e.Logger()
-	if err := setting.Check(getenv, Settings(), "the runner function"); err != nil {
-		return nil, err
-	}
-	st, err := store.FromEnv(getenv, e.AWS)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := e.Calls(calls)
+	st, inv, err := table.Open(e, "runner", Settings(), calls)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
@@ -33,14 +34,7 @@ func Settings() []setting.Var {
 // group, starting runs on the runner. Its handler is Keeper.Handle.
 func New(_ context.Context, e deploy.Env) (*keeper.Keeper, error) {
 	getenv, log := e.Getenv, e.Logger()
-	if err := setting.Check(getenv, Settings(), "the schedule function"); err != nil {
-		return nil, err
-	}
-	st, err := store.FromEnv(getenv, e.AWS)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := e.Calls(calls)
+	st, inv, err := table.Open(e, "schedule", Settings(), calls)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
+	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
@@ -30,14 +31,7 @@ func Settings() []setting.Var {
 // first request that needs them. Its handler is Function.Invoke.
 func New(_ context.Context, e deploy.Env) (*slack.Function, error) {
 	getenv, log := e.Getenv, e.Logger()
-	if err := setting.Check(getenv, Settings(), "the slack function"); err != nil {
-		return nil, err
-	}
-	st, err := store.FromEnv(getenv, e.AWS)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := e.Calls(calls)
+	st, inv, err := table.Open(e, "slack", Settings(), calls)
 	if err != nil {
 		return nil, err
 	}
