@@ -4,7 +4,10 @@ moto's own `moto_server` serves requests on several threads, and its Python
 model is not atomic across them: two conditional writes can both pass their
 condition. DynamoDB guarantees that each conditional write and each
 transaction is atomic, and agentsfleet's limits depend on it, so tests and
-the local stack serve moto single-threaded over moto's own WSGI app.
+the local stack run moto's own WSGI app one request at a time: connections
+are served on threads of their own (HTTP/1.1, kept alive, so that an idle
+or slow connection holds nobody else up), and a lock lets one request at a
+time into moto.
 
 Usage: moto_server.py [--host 127.0.0.1] [--port 0]
 Prints "listening on http://HOST:PORT" once the socket is bound.
@@ -13,6 +16,7 @@ Prints "listening on http://HOST:PORT" once the socket is bound.
 import argparse
 import signal
 import sys
+import threading
 
 from werkzeug.serving import make_server
 
@@ -21,21 +25,10 @@ from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_ba
 
 
 class Handler(MotoRequestHandler):
-    """One request per connection, and a connection that sends nothing for
-    a few seconds is dropped: served one at a time, an idle connection (a
-    client's dial that its caller gave up on) would otherwise hold every
-    other client until the client closed it."""
+    """A connection that sends nothing for a minute is dropped, so that the
+    thread of one a client abandoned ends."""
 
-    timeout = 5
-
-    def run_wsgi(self) -> None:
-        # The request line has come: the body and the answer may wait on a
-        # client slowed by a busy machine far longer than an idle dial may
-        # hold the server. A send cut at 5 s left a client a truncated
-        # answer (a bad CRC32), whose retry of a conditional write that had
-        # landed then failed its own condition.
-        self.connection.settimeout(120)
-        super().run_wsgi()
+    timeout = 60
 
 
 def main() -> None:
@@ -45,7 +38,15 @@ def main() -> None:
     args = parser.parse_args()
 
     app = DomainDispatcherApplication(create_backend_app)
-    server = make_server(args.host, args.port, app, threaded=False,
+    one_at_a_time = threading.Lock()
+
+    def serialized(environ, start_response):
+        # The whole answer is made inside the lock: moto's model is touched
+        # by one request at a time, as DynamoDB's atomicity needs.
+        with one_at_a_time:
+            return list(app(environ, start_response))
+
+    server = make_server(args.host, args.port, serialized, threaded=True,
                          request_handler=Handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"listening on http://{args.host}:{server.server_port}", flush=True)

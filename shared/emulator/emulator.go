@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
@@ -39,12 +38,13 @@ func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 		config.WithBaseEndpoint(endpoint),
 		// The emulator is local: retry throttling-free, and never wait long.
 		config.WithRetryer(func() aws.Retryer { return seenRetries{retry.AddWithMaxAttempts(retry.NewStandard(), 3)} }),
-		// One connection per request. moto serves one connection at a time,
-		// and a kept-alive connection left idle (a dial finished after its
-		// request was cancelled lands in the idle pool) would hold it.
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.DisableKeepAlives = true
-		})),
+		// Connections are kept alive: moto_server.py serves each on a thread
+		// of its own (and lets one request at a time into moto). One
+		// connection per request, against a server that served one
+		// connection at a time, now and then lost an answer: the transport
+		// closed the connection before the body was read, and the SDK's
+		// retry of a conditional write that had landed failed its own
+		// condition.
 	)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load emulator config: %w", err)
