@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 )
@@ -42,9 +43,11 @@ func (s *stack) RunSweep(interval time.Duration, getenv func(string) string) err
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				// Fire logs what it re-invokes; an error is the store's,
-				// and the next tick tries again.
-				_ = s.Schedules.Fire(ctx, payload)
+				// Through the schedule function's own handler, as the
+				// deployment's Sweep schedule invokes it. It logs what it
+				// re-invokes; an error is the store's, and the next tick
+				// tries again.
+				_, _ = s.Funcs.Call(ctx, invoke.Schedule, payload)
 			}
 		}
 	}()
