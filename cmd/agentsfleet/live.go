@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
 
@@ -46,7 +47,7 @@ func (v *textView) finished() {
 func (v *textView) note(n runner.Note) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if n.Agent != "" || (n.Event != nil && (n.Event.Type == runner.EventChildStarted || n.Event.Type == runner.EventChildEnded)) {
+	if n.Agent != "" || (n.Event != nil && (n.Event.Type == afrun.EventChildStarted || n.Event.Type == afrun.EventChildEnded)) {
 		v.childNote(n)
 		return
 	}
@@ -77,7 +78,7 @@ func (v *textView) childNote(n runner.Note) {
 		var about struct {
 			ChildID string `json:"child_id"`
 		}
-		if json.Unmarshal(n.Event.Data, &about); about.ChildID != "" && n.Event.Type != runner.EventToolResult {
+		if json.Unmarshal(n.Event.Data, &about); about.ChildID != "" && n.Event.Type != afrun.EventToolResult {
 			who = "[" + about.ChildID + "]"
 		}
 	}
@@ -86,26 +87,26 @@ func (v *textView) childNote(n runner.Note) {
 		v.spin(false)
 		v.endText()
 		fmt.Fprintf(v.out, "  %s → %s %s\n", who, n.Calling.Name, clipLine(string(n.Calling.Arguments), 90))
-	case n.Event != nil && n.Event.Type == runner.EventToolResult:
+	case n.Event != nil && n.Event.Type == afrun.EventToolResult:
 		v.spin(false)
 		v.endText()
-		var r runner.ToolResult
+		var r afrun.ToolResult
 		json.Unmarshal(n.Event.Data, &r)
 		mark := "✓"
 		if r.IsError {
 			mark = "✗"
 		}
 		fmt.Fprintf(v.out, "  %s   %s %s: %s\n", who, mark, r.Name, clipLine(firstLine(r.Output), 90))
-	case n.Event != nil && n.Event.Type == runner.EventChildStarted:
+	case n.Event != nil && n.Event.Type == afrun.EventChildStarted:
 		v.spin(false)
 		v.endText()
-		var c runner.ChildStarted
+		var c afrun.ChildStarted
 		json.Unmarshal(n.Event.Data, &c)
 		fmt.Fprintf(v.out, "  %s started: %s\n", who, clipLine(firstLine(c.Task), 90))
-	case n.Event != nil && n.Event.Type == runner.EventChildEnded:
+	case n.Event != nil && n.Event.Type == afrun.EventChildEnded:
 		v.spin(false)
 		v.endText()
-		var c runner.ChildEnded
+		var c afrun.ChildEnded
 		json.Unmarshal(n.Event.Data, &c)
 		fmt.Fprintf(v.out, "  %s %s\n", who, c.Status)
 	}
@@ -119,10 +120,10 @@ func (v *textView) endText() {
 	v.streamed.Reset()
 }
 
-func (v *textView) event(ev *runner.Event) {
+func (v *textView) event(ev *afrun.Event) {
 	switch ev.Type {
-	case runner.EventToolResult:
-		var r runner.ToolResult
+	case afrun.EventToolResult:
+		var r afrun.ToolResult
 		json.Unmarshal(ev.Data, &r)
 		mark := "✓"
 		if r.IsError {
@@ -134,8 +135,8 @@ func (v *textView) event(ev *runner.Event) {
 			summary += fmt.Sprintf("  (%d lines)", lines)
 		}
 		fmt.Fprintf(v.out, "  %s %s: %s\n", mark, r.Name, summary)
-	case runner.EventPlanUpdated:
-		var p runner.PlanUpdated
+	case afrun.EventPlanUpdated:
+		var p afrun.PlanUpdated
 		json.Unmarshal(ev.Data, &p)
 		fmt.Fprintln(v.out, "plan:")
 		for _, s := range p.Plan {
@@ -145,8 +146,8 @@ func (v *textView) event(ev *runner.Event) {
 			}
 			fmt.Fprintf(v.out, "  %s %s\n", box, s.Step)
 		}
-	case runner.EventRunEnded:
-		var e runner.RunEnded
+	case afrun.EventRunEnded:
+		var e afrun.RunEnded
 		json.Unmarshal(ev.Data, &e)
 		streamed := strings.TrimSpace(v.streamed.String())
 		v.endText()

@@ -16,19 +16,19 @@ func TestTextViewShowsChildrenApart(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	v := newTextView(&out, false)
-	ev := func(typ string, data any) *runner.Event {
+	ev := func(typ string, data any) *afrun.Event {
 		b, _ := json.Marshal(data)
-		return &runner.Event{Type: typ, Data: b}
+		return &afrun.Event{Type: typ, Data: b}
 	}
 	const kid = "child_ABC"
-	v.note(runner.Note{Calling: &runner.ToolCall{Name: "spawn_agent", Arguments: json.RawMessage(`{"task":"count"}`)}})
-	v.note(runner.Note{Agent: kid, Event: ev(runner.EventChildStarted, runner.ChildStarted{ChildID: kid, Task: "count the files"})})
+	v.note(runner.Note{Calling: &afrun.ToolCall{Name: "spawn_agent", Arguments: json.RawMessage(`{"task":"count"}`)}})
+	v.note(runner.Note{Agent: kid, Event: ev(afrun.EventChildStarted, afrun.ChildStarted{ChildID: kid, Task: "count the files"})})
 	v.note(runner.Note{Agent: kid, Thinking: true, Text: "child thinking aloud"})
-	v.note(runner.Note{Agent: kid, Calling: &runner.ToolCall{Name: "bash", Arguments: json.RawMessage(`{"command":"ls | wc -l"}`)}})
-	v.note(runner.Note{Agent: kid, Event: ev(runner.EventToolResult, runner.ToolResult{Name: "bash", Output: "12"})})
-	v.note(runner.Note{Event: ev(runner.EventChildEnded, runner.ChildEnded{ChildID: kid, Status: "interrupted"})})
+	v.note(runner.Note{Agent: kid, Calling: &afrun.ToolCall{Name: "bash", Arguments: json.RawMessage(`{"command":"ls | wc -l"}`)}})
+	v.note(runner.Note{Agent: kid, Event: ev(afrun.EventToolResult, afrun.ToolResult{Name: "bash", Output: "12"})})
+	v.note(runner.Note{Event: ev(afrun.EventChildEnded, afrun.ChildEnded{ChildID: kid, Status: "interrupted"})})
 	v.note(runner.Note{Thinking: true, Text: "All done."})
-	v.note(runner.Note{Event: ev(runner.EventRunEnded, runner.RunEnded{Result: afrun.Result{Status: afrun.StatusSucceeded, Answer: "All done."}})})
+	v.note(runner.Note{Event: ev(afrun.EventRunEnded, afrun.RunEnded{Result: afrun.Result{Status: afrun.StatusSucceeded, Answer: "All done."}})})
 	got := out.String()
 	for _, want := range []string{
 		"→ spawn_agent",

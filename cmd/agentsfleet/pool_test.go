@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -85,10 +86,10 @@ text = "{{last_output}}"
 		defer mu.Unlock()
 		switch n.Event.Type {
 		case "run.ended":
-			var end runner.RunEnded
+			var end afrun.RunEnded
 			json.Unmarshal(n.Event.Data, &end)
 			answers = append(answers, end.Answer)
-		case runner.EventFolderSaved, runner.EventFolderNotSaved:
+		case afrun.EventFolderSaved, afrun.EventFolderNotSaved:
 			saved = append(saved, n.Event.Type)
 		}
 	}

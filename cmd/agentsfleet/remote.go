@@ -21,6 +21,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/api/client"
 	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -450,16 +451,16 @@ func (s *session) follow(ctx context.Context, id string, after int64) error {
 
 // viewer returns what shows each event: the text view of `agentsfleet
 // run`, or a JSON line.
-func (s *session) viewer() func(runner.Event) {
+func (s *session) viewer() func(afrun.Event) {
 	if s.json {
-		return func(ev runner.Event) { s.emit(ev) }
+		return func(ev afrun.Event) { s.emit(ev) }
 	}
 	v := newTextView(s.out, false)
-	return func(ev runner.Event) {
+	return func(ev afrun.Event) {
 		n := runner.Note{Agent: ev.Agent, Event: &ev}
-		if ev.Type == runner.EventToolCall {
+		if ev.Type == afrun.EventToolCall {
 			// The live view shows a call as it starts, before it commits.
-			var tc runner.ToolCall
+			var tc afrun.ToolCall
 			if json.Unmarshal(ev.Data, &tc) == nil {
 				n = runner.Note{Agent: ev.Agent, Calling: &tc}
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // sandboxdBin is sandboxd built once for the run tests.
@@ -86,11 +86,11 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	var types []string
-	var last runner.Event
+	var last afrun.Event
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var ev runner.Event
+		var ev afrun.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Seq == 0 || ev.Time == "" || len(ev.Data) == 0 {
 			t.Fatalf("not an event line: %q (%v)", sc.Text(), err)
 		}
@@ -101,7 +101,7 @@ func TestRunJSON(t *testing.T) {
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("events %s, want %s", got, want)
 	}
-	var end runner.RunEnded
+	var end afrun.RunEnded
 	json.Unmarshal(last.Data, &end)
 	if end.Status != "succeeded" || !strings.Contains(end.Answer, "# hello from the workdir") {
 		t.Errorf("run.ended %+v", end)

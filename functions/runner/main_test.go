@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/runnerfn"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
 
@@ -24,7 +25,7 @@ func TestSampleEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var p runner.Payload
+		var p run.Payload
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&p); err != nil || p.RunID == "" || (p.ChildID != "") != child {

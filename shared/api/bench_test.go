@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -27,7 +27,7 @@ import (
 //	put-ns/write      one PutItem of a small item
 //	api/put           their ratio
 //	api/direct        the start over HTTP against the same store calls
-//	                  made directly (the key check and runner.Start): what
+//	                  made directly (the key check and start.Run): what
 //	                  the HTTP layer itself adds
 func BenchmarkStartRun(b *testing.B) {
 	const per, rounds = 20, 5
@@ -66,7 +66,7 @@ func BenchmarkStartRun(b *testing.B) {
 			if _, err := e.store.Authenticate(ctx, e.admin); err != nil {
 				b.Fatal(err)
 			}
-			if _, _, err := runner.Start(ctx, e.store, e.local, store.NewRun{Fleet: "ops", Source: store.SourceAPI, Input: []byte("bench")}); err != nil {
+			if _, _, err := start.Run(ctx, e.store, e.local, store.NewRun{Fleet: "ops", Source: store.SourceAPI, Input: []byte("bench")}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -8,7 +8,7 @@
 // HTTP statuses (Status). Keys are checked against the store (hashed, with
 // scopes: shared/api/scope); a Definition can be applied only by a key
 // holding every scope its tools need. Runs are recorded and the runner
-// started through runner.Start, as every door does. Webhook signatures are
+// started through start.Run, as every door does. Webhook signatures are
 // shared/api/webhook's; completion callbacks are shared/api/callback's,
 // sent by the runner as a run ends.
 //

@@ -5,7 +5,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -38,7 +38,7 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	run, created, err := runner.Start(ctx, a.cfg.Store, a.cfg.Invoker, store.NewRun{Fleet: name, Source: store.SourceWebhook,
+	run, created, err := start.Run(ctx, a.cfg.Store, a.cfg.Invoker, store.NewRun{Fleet: name, Source: store.SourceWebhook,
 		Input: prettyInput(body), Idempotency: &store.IdempotencyKey{Scope: "webhook:" + name, Key: sig}})
 	if err != nil {
 		a.fail(w, r, err)

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -36,7 +37,7 @@ func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
 	if k := r.Header.Get("Idempotency-Key"); k != "" {
 		nr.Idempotency = &store.IdempotencyKey{Scope: "api:" + key.ID, Key: k}
 	}
-	run, _, err := runner.Start(r.Context(), a.cfg.Store, a.cfg.Invoker, nr)
+	run, _, err := start.Run(r.Context(), a.cfg.Store, a.cfg.Invoker, nr)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -102,19 +103,19 @@ func (a *API) getRun(r *http.Request, _ store.Key) (int, any, error) {
 // RunResult is a run as GET /v1/runs/{id} shows it: its answer, error and
 // usage read from its run.ended once it has ended.
 func RunResult(ctx context.Context, st *store.Store, id string) (Run, error) {
-	run, err := st.GetRun(ctx, id)
+	r, err := st.GetRun(ctx, id)
 	if err != nil {
 		return Run{}, err
 	}
-	body := Run{RunSummary: summaryOf(run.RunSummary), Reason: run.StatusReason,
-		Usage: runner.Usage{ToolCalls: run.Spent.ToolCalls}}
-	if run.Events > 0 {
-		evs, _, err := st.ListEvents(ctx, id, run.Events, 1)
+	body := Run{RunSummary: summaryOf(r.RunSummary), Reason: r.StatusReason,
+		Usage: run.Usage{ToolCalls: r.Spent.ToolCalls}}
+	if r.Events > 0 {
+		evs, _, err := st.ListEvents(ctx, id, r.Events, 1)
 		if err != nil {
 			return Run{}, err
 		}
-		if len(evs) == 1 && evs[0].Type == runner.EventRunEnded {
-			var end runner.RunEnded
+		if len(evs) == 1 && evs[0].Type == run.EventRunEnded {
+			var end run.RunEnded
 			if err := json.Unmarshal(evs[0].Data, &end); err == nil {
 				body.Answer, body.Error, body.Usage = end.Answer, end.Error, end.Usage
 			}
@@ -148,10 +149,10 @@ func (a *API) listEvents(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]runner.Event, len(evs))
+	out := make([]run.Event, len(evs))
 	next := after
 	for i, ev := range evs {
-		out[i] = runner.Event{Seq: ev.Seq, Type: ev.Type, Time: ev.At.UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}
+		out[i] = run.Event{Seq: ev.Seq, Type: ev.Type, Time: ev.At.UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}
 		next = ev.Seq
 	}
 	return http.StatusOK, EventPage{Events: out, Next: next}, nil

@@ -5,13 +5,12 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/run"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
 // The shapes of the API's requests and answers (DESIGN.md §11), in one
 // place: the handlers answer with them and shared/api/client decodes them.
-// Run events are runner.Event; errors are {"error": {"code", "message"}}.
+// Run events are run.Event; errors are {"error": {"code", "message"}}.
 
 // Fleet is a fleet as the API shows it.
 type Fleet struct {
@@ -72,7 +71,7 @@ type Run struct {
 
 // SetResult sets r's status, answer, error and usage to res, a run.ended's.
 func (r *Run) SetResult(res run.Result) {
-	r.Status, r.Answer, r.Error, r.Usage = store.Status(res.Status), res.Answer, res.Error, res.Usage
+	r.Status, r.Answer, r.Error, r.Usage = res.Status, res.Answer, res.Error, res.Usage
 }
 
 // RunPage is a page of a fleet's runs, newest first.
@@ -161,8 +160,8 @@ type StartRequest struct {
 // EventPage is GET /v1/runs/{id}/events: events after the asked seq, and
 // next, the after of the following page.
 type EventPage struct {
-	Events []runner.Event `json:"events"`
-	Next   int64          `json:"next"`
+	Events []run.Event `json:"events"`
+	Next   int64       `json:"next"`
 }
 
 // KeyPage is GET /v1/keys.

@@ -1,20 +1,5 @@
 package run
 
-// Status is where a run is (DESIGN.md §11). shared/store keeps the run's
-// status in a type of its own with the same values, store.Status, until it
-// becomes an alias of this one; shared/runner's tests check the two agree.
-type Status string
-
-// The run statuses.
-const (
-	StatusQueued    Status = "queued"
-	StatusRunning   Status = "running"
-	StatusWaiting   Status = "waiting"   // an approval is pending
-	StatusSucceeded Status = "succeeded" // ended with an answer
-	StatusFailed    Status = "failed"    // ended with an Error
-	StatusCancelled Status = "cancelled"
-)
-
 // Result is how a run ended: run.ended's data (which adds
 // answer_truncated), the answer part of GET /v1/runs/{id}, and a
 // completion callback's body (which adds the run's id, fleet and source).

@@ -87,7 +87,7 @@ func (r *Runner) loadChild(ctx context.Context, run store.Run, c store.Child, ho
 func (x *execution) startChild(ctx context.Context) error {
 	c := x.child
 	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: c.Task}}}}
-	err := x.commit(ctx, store.Step{}, newEvent(EventChildStarted, ChildStarted{ChildID: c.ID, Status: store.ChildRunning,
+	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning,
 		ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}))
 	switch {
 	case errors.Is(err, store.ErrChildEnded):
@@ -133,7 +133,7 @@ func (x *execution) childGone(ctx context.Context) error {
 // interrupted (cancelled: its run ended or someone interrupted it). Its own
 // children still working end interrupted first, and the exec_command
 // sessions it started are closed.
-func (x *execution) endChild(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
+func (x *execution) endChild(ctx context.Context, status store.Status, answer string, runErr *run.Error, spend ...store.Budget) error {
 	c := x.child
 	x.interruptChildrenOf(ctx, c.ID)
 	defer x.closeSessions(ctx, c.ID)
@@ -141,15 +141,15 @@ func (x *execution) endChild(ctx context.Context, status store.Status, answer st
 	if len(spend) > 0 {
 		b = spend[0]
 	}
-	ended := ChildEnded{ChildID: c.ID, ParentID: c.ParentID, Error: runErr, Usage: &Usage{}}
+	ended := run.ChildEnded{ChildID: c.ID, ParentID: c.ParentID, Error: runErr, Usage: &run.Usage{}}
 	*ended.Usage = x.st.Usage
 	end := &store.ChildEnd{}
 	switch status {
 	case store.StatusSucceeded:
 		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, answer
 		ended.Answer = answer
-		if len(answer) > MaxEventAnswer {
-			ended.Answer, ended.AnswerTruncated = cutUTF8(answer, MaxEventAnswer), true
+		if len(answer) > run.MaxEventAnswer {
+			ended.Answer, ended.AnswerTruncated = cutUTF8(answer, run.MaxEventAnswer), true
 			end.Result = ended.Answer
 		}
 	case store.StatusFailed:
@@ -160,8 +160,8 @@ func (x *execution) endChild(ctx context.Context, status store.Status, answer st
 	default:
 		// Its run ended (or is cancelled) without interrupting it yet: it
 		// ends itself the way the run's end would have.
-		ended.Status, ended.InterruptedBy = store.ChildInterrupted, InterruptedByRunEnd
-		ev := agentEvent(newEvent(EventChildEnded, ended), c.ID)
+		ended.Status, ended.InterruptedBy = store.ChildInterrupted, run.InterruptedByRunEnd
+		ev := agentEvent(newEvent(run.EventChildEnded, ended), c.ID)
 		_, seq, err := x.r.cfg.Store.FinishChild(ctx, x.run.ID, c.ID, store.ChildInterrupted, "", ev)
 		if errors.Is(err, store.ErrChildEnded) {
 			return nil
@@ -170,7 +170,7 @@ func (x *execution) endChild(ctx context.Context, status store.Status, answer st
 		return err
 	}
 	x.childEnd = end
-	err := x.commit(ctx, store.Step{Spend: b}, newEvent(EventChildEnded, ended))
+	err := x.commit(ctx, store.Step{Spend: b}, newEvent(run.EventChildEnded, ended))
 	x.childEnd = nil
 	switch {
 	case errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}):
@@ -209,7 +209,7 @@ func (x *execution) interruptAll(ctx context.Context) {
 				continue
 			}
 			n++
-			if _, err := x.interrupt(ctx, k, InterruptedByRunEnd, false); err != nil {
+			if _, err := x.interrupt(ctx, k, run.InterruptedByRunEnd, false); err != nil {
 				x.r.log.Warn("interrupt a child", "run_id", x.run.ID, "child_id", k.ID, "error", err)
 			}
 		}
@@ -244,10 +244,10 @@ func (x *execution) interruptChildrenOf(ctx context.Context, parentID string) {
 // reports false when c had already ended.
 func (x *execution) interrupt(ctx context.Context, c store.Child, by string, tree bool) (bool, error) {
 	if by == "" {
-		by = InterruptedByAgent
+		by = run.InterruptedByAgent
 	}
-	ended := ChildEnded{ChildID: c.ID, Status: store.ChildInterrupted, ParentID: c.ParentID, InterruptedBy: by}
-	ev := agentEvent(newEvent(EventChildEnded, ended), x.agentID())
+	ended := run.ChildEnded{ChildID: c.ID, Status: store.ChildInterrupted, ParentID: c.ParentID, InterruptedBy: by}
+	ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agentID())
 	_, seq, err := x.r.cfg.Store.FinishChild(ctx, x.run.ID, c.ID, store.ChildInterrupted, "", ev)
 	if errors.Is(err, store.ErrChildEnded) {
 		return false, nil
@@ -268,7 +268,7 @@ func (x *execution) interrupt(ctx context.Context, c store.Child, by string, tre
 // noteEvent shows the Observer an event committed outside x.commit.
 func (x *execution) noteEvent(seq int64, ev store.NewEvent) {
 	if x.r.cfg.Observer != nil && seq > 0 {
-		x.note(Note{Event: &Event{Seq: seq, Type: ev.Type, Time: x.r.cfg.Now().UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}})
+		x.note(Note{Event: &run.Event{Seq: seq, Type: ev.Type, Time: x.r.cfg.Now().UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}})
 	}
 }
 
@@ -494,11 +494,11 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 	// A retried step finds its child; start it again if its first
 	// invocation never took it (a second one finds the lease held).
 	if created || (c.Status == store.ChildRunning && c.CheckpointStep == 0 && c.LeaseHolder == "") {
-		payload, _ := json.Marshal(Payload{RunID: x.run.ID, ChildID: c.ID})
+		payload, _ := json.Marshal(run.Payload{RunID: x.run.ID, ChildID: c.ID})
 		if err := x.r.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
-			ended := ChildEnded{ChildID: c.ID, Status: store.ChildFailed, ParentID: c.ParentID,
-				Error: &RunError{Code: run.CodeInternal, Message: "its runner could not be invoked: " + err.Error()}}
-			ev := agentEvent(newEvent(EventChildEnded, ended), x.agentID())
+			ended := run.ChildEnded{ChildID: c.ID, Status: store.ChildFailed, ParentID: c.ParentID,
+				Error: &run.Error{Code: run.CodeInternal, Message: "its runner could not be invoked: " + err.Error()}}
+			ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agentID())
 			if _, seq, ferr := x.r.cfg.Store.FinishChild(context.WithoutCancel(ctx), x.run.ID, c.ID, store.ChildFailed,
 				ended.Error.Code+": "+ended.Error.Message, ev); ferr == nil {
 				x.noteEvent(seq, ev)
@@ -584,15 +584,15 @@ func summarize(ev store.Event) string {
 	}
 	json.Unmarshal(ev.Data, &d)
 	switch ev.Type {
-	case EventToolCall:
+	case run.EventToolCall:
 		return fmt.Sprintf("called %s %s", d.Name, cutUTF8(string(d.Arguments), 200))
-	case EventToolResult:
+	case run.EventToolResult:
 		what := "result"
 		if d.IsError {
 			what = "error"
 		}
 		return fmt.Sprintf("%s %s: %s", d.Name, what, cutUTF8(strings.TrimSpace(d.Output), 200))
-	case EventChildStarted, EventChildEnded:
+	case run.EventChildStarted, run.EventChildEnded:
 		return ev.Type + " " + d.Status
 	}
 	return ev.Type

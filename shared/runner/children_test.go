@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -122,11 +124,11 @@ func (e *env) finish(runID string) {
 }
 
 // childResults are the run's own agent's results of the child tools.
-func (e *env) agentResults(runID, agent string) []runner.ToolResult {
-	var out []runner.ToolResult
+func (e *env) agentResults(runID, agent string) []afrun.ToolResult {
+	var out []afrun.ToolResult
 	for _, ev := range e.events(runID) {
-		if ev.Type == runner.EventToolResult && ev.Agent == agent {
-			var r runner.ToolResult
+		if ev.Type == afrun.EventToolResult && ev.Agent == agent {
+			var r afrun.ToolResult
 			json.Unmarshal(ev.Data, &r)
 			out = append(out, r)
 		}
@@ -208,11 +210,11 @@ func TestFiveSpawnsRaceForFourPlaces(t *testing.T) {
 	evs := e.events(runID)
 	ended := map[string]int{}
 	for i, ev := range evs {
-		if ev.Type == runner.EventChildEnded {
-			var d runner.ChildEnded
+		if ev.Type == afrun.EventChildEnded {
+			var d afrun.ChildEnded
 			json.Unmarshal(ev.Data, &d)
 			ended[d.ChildID]++
-			if d.InterruptedBy != runner.InterruptedByRunEnd || i > len(evs)-2 {
+			if d.InterruptedBy != afrun.InterruptedByRunEnd || i > len(evs)-2 {
 				t.Errorf("child.ended %+v at %d of %d", d, i, len(evs))
 			}
 		}
@@ -351,8 +353,8 @@ text = "middle saw: {{last_output}}"
 	}
 	// child.started says who started whom.
 	for _, ev := range e.events(runID) {
-		if ev.Type == runner.EventChildStarted {
-			var s runner.ChildStarted
+		if ev.Type == afrun.EventChildStarted {
+			var s afrun.ChildStarted
 			json.Unmarshal(ev.Data, &s)
 			if s.ChildID == grand.ID && (s.ParentID != middle.ID || s.Depth != 2 || ev.Agent != grand.ID) {
 				t.Errorf("grandchild's child.started = %+v (agent %s)", s, ev.Agent)
@@ -482,11 +484,11 @@ text = "never"
 	// Its one child.ended says the run's own agent interrupted it.
 	n := 0
 	for _, ev := range e.events(runID) {
-		if ev.Type == runner.EventChildEnded {
+		if ev.Type == afrun.EventChildEnded {
 			n++
-			var d runner.ChildEnded
+			var d afrun.ChildEnded
 			json.Unmarshal(ev.Data, &d)
-			if d.InterruptedBy != runner.InterruptedByAgent || ev.Agent != "" {
+			if d.InterruptedBy != afrun.InterruptedByAgent || ev.Agent != "" {
 				t.Errorf("child.ended = %+v by agent %q", d, ev.Agent)
 			}
 		}

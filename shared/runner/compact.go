@@ -132,11 +132,11 @@ func (x *execution) summarise(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return x.interrupted(ctx, err)
 		}
-		return x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeModel, Message: "compacting the conversation: " + err.Error()})
+		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: "compacting the conversation: " + err.Error()})
 	}
 	summary := strings.TrimSpace(resp.Message.Text())
 	if summary == "" {
-		return x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeNoAnswer, Message: "the model wrote no summary when the conversation had to be compacted"})
+		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer, Message: "the model wrote no summary when the conversation had to be compacted"})
 	}
 	task := x.st.Messages[0].Text()
 	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: task +

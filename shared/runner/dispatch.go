@@ -13,6 +13,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -82,18 +83,18 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 	}
 	var events []store.NewEvent
 	for i, res := range results {
-		ev := ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
-		if len(ev.Output) > MaxEventOutput {
-			ev.Output, ev.Truncated = cutUTF8(ev.Output, MaxEventOutput), true
+		ev := run.ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
+		if len(ev.Output) > run.MaxEventOutput {
+			ev.Output, ev.Truncated = cutUTF8(ev.Output, run.MaxEventOutput), true
 		}
-		events = append(events, newEvent(EventToolResult, ev))
+		events = append(events, newEvent(run.EventToolResult, ev))
 		if p := plans[i]; p != nil {
-			up := &PlanUpdated{Explanation: p.Explanation, Plan: make([]PlanStep, len(p.Plan))}
+			up := &run.PlanUpdated{Explanation: p.Explanation, Plan: make([]run.PlanStep, len(p.Plan))}
 			for k, s := range p.Plan {
-				up.Plan[k] = PlanStep{Step: s.Step, Status: s.Status}
+				up.Plan[k] = run.PlanStep{Step: s.Step, Status: s.Status}
 			}
 			x.st.Plan = up
-			events = append(events, newEvent(EventPlanUpdated, up))
+			events = append(events, newEvent(run.EventPlanUpdated, up))
 			x.showPlan(ctx, up)
 		}
 	}

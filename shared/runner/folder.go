@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -133,28 +134,6 @@ func signed(h http.Header) http.Header {
 		}
 	}
 	return out
-}
-
-// The events of the fleet's folder, committed with run.ended.
-const (
-	EventFolderSaved    = "folder.saved"
-	EventFolderNotSaved = "folder.not_saved"
-)
-
-// FolderSaved is folder.saved's data.
-type FolderSaved struct {
-	Key     string   `json:"key"`
-	Files   int      `json:"files"`
-	Bytes   int64    `json:"bytes"`
-	Archive int64    `json:"archive"`
-	Skipped []string `json:"skipped,omitempty"`
-}
-
-// FolderNotSaved is folder.not_saved's data: why the run's changes to the
-// fleet's folder were not kept.
-type FolderNotSaved struct {
-	Key    string `json:"key"`
-	Reason string `json:"reason"`
 }
 
 // folderState is what an invocation knows of its run's folder.
@@ -289,13 +268,13 @@ func (x *execution) save(ctx context.Context) []store.NewEvent {
 	}
 	x.r.log.Info("saved the fleet's folder", "run_id", x.run.ID, "key", key, "files", res.Files, "bytes", res.Bytes,
 		"archive", res.Archive, "skipped", len(res.Skipped))
-	return []store.NewEvent{newEvent(EventFolderSaved, FolderSaved{Key: key, Files: res.Files, Bytes: res.Bytes,
+	return []store.NewEvent{newEvent(run.EventFolderSaved, run.FolderSaved{Key: key, Files: res.Files, Bytes: res.Bytes,
 		Archive: res.Archive, Skipped: res.Skipped})}
 }
 
 func (x *execution) notSaved(key, reason string) []store.NewEvent {
 	x.r.log.Warn("the fleet's folder was not saved", "run_id", x.run.ID, "key", key, "reason", reason)
-	return []store.NewEvent{newEvent(EventFolderNotSaved, FolderNotSaved{Key: key, Reason: reason})}
+	return []store.NewEvent{newEvent(run.EventFolderNotSaved, run.FolderNotSaved{Key: key, Reason: reason})}
 }
 
 func orNone(v string) string {

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -155,14 +157,14 @@ text = "bash said: {{output \"bash\"}}"
 `, agent)
 }
 
-func folderEvents(e *env, runID string) (types []string, saved *runner.FolderSaved, notSaved *runner.FolderNotSaved) {
+func folderEvents(e *env, runID string) (types []string, saved *afrun.FolderSaved, notSaved *afrun.FolderNotSaved) {
 	for _, ev := range e.events(runID) {
 		switch ev.Type {
-		case runner.EventFolderSaved:
-			saved = &runner.FolderSaved{}
+		case afrun.EventFolderSaved:
+			saved = &afrun.FolderSaved{}
 			json.Unmarshal(ev.Data, saved)
-		case runner.EventFolderNotSaved:
-			notSaved = &runner.FolderNotSaved{}
+		case afrun.EventFolderNotSaved:
+			notSaved = &afrun.FolderNotSaved{}
 			json.Unmarshal(ev.Data, notSaved)
 		default:
 			continue
@@ -220,7 +222,7 @@ func TestOverlappingSaveIsRefused(t *testing.T) {
 	d := e.fleet(definition("overlap", "bash"))
 	key := runner.FolderKey("overlap")
 	e.onNote = func(n runner.Note) {
-		if n.Event != nil && n.Event.Type == runner.EventToolResult {
+		if n.Event != nil && n.Event.Type == afrun.EventToolResult {
 			// The other run's save lands after this run restored.
 			if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 				Body: bytes.NewReader([]byte("another run's folder"))}); err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
@@ -153,15 +155,15 @@ func (e *env) events(runID string) []store.Event {
 }
 
 // ended returns the run's status and its run.ended data.
-func (e *env) ended(runID string) (store.Run, runner.RunEnded) {
+func (e *env) ended(runID string) (store.Run, afrun.RunEnded) {
 	e.t.Helper()
 	run, err := e.store.GetRun(ctx, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	evs := e.events(runID)
-	var end runner.RunEnded
-	if len(evs) == 0 || evs[len(evs)-1].Type != runner.EventRunEnded {
+	var end afrun.RunEnded
+	if len(evs) == 0 || evs[len(evs)-1].Type != afrun.EventRunEnded {
 		e.t.Fatalf("run %s (%s) has no run.ended last: %v", runID, run.Status, types(evs))
 	}
 	if err := json.Unmarshal(evs[len(evs)-1].Data, &end); err != nil {
@@ -179,11 +181,11 @@ func types(evs []store.Event) []string {
 }
 
 // results returns the run's tool.result data, in order.
-func (e *env) results(runID string) []runner.ToolResult {
-	var out []runner.ToolResult
+func (e *env) results(runID string) []afrun.ToolResult {
+	var out []afrun.ToolResult
 	for _, ev := range e.events(runID) {
-		if ev.Type == runner.EventToolResult {
-			var r runner.ToolResult
+		if ev.Type == afrun.EventToolResult {
+			var r afrun.ToolResult
 			json.Unmarshal(ev.Data, &r)
 			out = append(out, r)
 		}

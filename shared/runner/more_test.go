@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -153,7 +155,7 @@ text = "read {{output \"read\"}}"
 	}
 	e.local.Wait() // the invocation that took over, reading the blob
 	run, end := e.ended(id)
-	if run.Status != store.StatusSucceeded || !strings.HasPrefix(end.Answer, "read 1\t"+strings.Repeat("y", 3000)) || !end.AnswerTruncated || len(end.Answer) != runner.MaxEventAnswer {
+	if run.Status != store.StatusSucceeded || !strings.HasPrefix(end.Answer, "read 1\t"+strings.Repeat("y", 3000)) || !end.AnswerTruncated || len(end.Answer) != afrun.MaxEventAnswer {
 		t.Fatalf("run %s, answer %.80q", run.Status, end.Answer)
 	}
 	list, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("checkpoints/" + id + "/")})
@@ -170,7 +172,7 @@ text = "read {{output \"read\"}}"
 	}
 	// The event keeps a preview only.
 	for _, r := range e.results(id) {
-		if len(r.Output) > runner.MaxEventOutput || !r.Truncated {
+		if len(r.Output) > afrun.MaxEventOutput || !r.Truncated {
 			t.Errorf("tool.result event of %d bytes, truncated %v", len(r.Output), r.Truncated)
 		}
 	}

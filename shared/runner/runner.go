@@ -98,20 +98,13 @@ type Note struct {
 	// Agent is the child agent the note is about; empty for the run's own.
 	Agent string
 	// Event is a committed event, or nil.
-	Event *Event
+	Event *run.Event
 	// Calling is a tool call starting, before its turn commits it.
-	Calling *ToolCall
+	Calling *run.ToolCall
 	// Thinking is true while a model call is under way; Text carries its
 	// streamed text.
 	Thinking bool
 	Text     string
-}
-
-// Payload is the runner function's invocation payload: a run, or one of
-// its child agents.
-type Payload struct {
-	RunID   string `json:"run_id"`
-	ChildID string `json:"child_id,omitempty"`
 }
 
 // Runner executes runs: one invocation takes a run's lease and goes on from
@@ -159,7 +152,7 @@ func New(cfg Config) (*Runner, error) {
 
 // Handle is the runner function's handler: payload is a Payload as JSON.
 func (r *Runner) Handle(ctx context.Context, payload []byte) ([]byte, error) {
-	var p Payload
+	var p run.Payload
 	if err := json.Unmarshal(payload, &p); err != nil || p.RunID == "" {
 		return nil, fmt.Errorf("runner: the payload must be {\"run_id\": \"…\"} or {\"run_id\": \"…\", \"child_id\": \"…\"}, not %.200q", payload)
 	}
@@ -310,8 +303,8 @@ func (r *Runner) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 
 // stoppedError is why a run (what: "run") or a child ("child agent") fails
 // after takeovers takeovers.
-func stoppedError(takeovers int, what string) *RunError {
-	return &RunError{Code: run.CodeStopped, Message: fmt.Sprintf(
+func stoppedError(takeovers int, what string) *run.Error {
+	return &run.Error{Code: run.CodeStopped, Message: fmt.Sprintf(
 		"the runner was stopped %d times without handing the %s over (killed for memory or time: the runner function's logs say which); the %s cannot go on", takeovers, what, what)}
 }
 
@@ -457,17 +450,17 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 		return false, fmt.Errorf("runner: %w", err)
 	}
 	if x.def, err = fleet.ParseJSON(rev.Definition); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition,
+		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition,
 			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", x.run.Revision, x.run.Fleet, err)})
 	}
 	if err := x.def.CheckAvailable(fleet.AvailableTools(x.r.cfg.Display)); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition, Message: err.Error()})
+		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})
 	}
 	if tools == nil {
 		tools = x.def.Tools
 	}
 	if x.tools, err = newToolset(x.def, tools); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeDefinition, Message: err.Error()})
+		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})
 	}
 	return true, nil
 }
@@ -558,7 +551,7 @@ func (x *execution) start(ctx context.Context) error {
 		return err
 	}
 	x.st.Messages = append(history, model.Message{Role: model.User, Content: []model.Part{{Text: text}}})
-	if err := x.commit(ctx, store.Step{}, newEvent(EventRunStarted, RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source})); err != nil {
+	if err := x.commit(ctx, store.Step{}, newEvent(run.EventRunStarted, run.RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source})); err != nil {
 		return err
 	}
 	x.show(ctx, thread.Request{Op: thread.OpWorking})
@@ -596,7 +589,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		if ctx.Err() != nil {
 			return true, x.interrupted(ctx, context.Cause(ctx))
 		}
-		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeModel, Message: err.Error()})
+		return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: err.Error()})
 	}
 	x.st.Usage.InputTokens += resp.Usage.InputTokens
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
@@ -614,7 +607,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		answer := strings.TrimSpace(resp.Message.Text())
 		switch {
 		case answer == "":
-			return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: run.CodeNoAnswer,
+			return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer,
 				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spend)
 		case resp.Stop == model.StopMaxTokens:
 			answer += "\n\n[The answer was cut at the model's output limit.]"
@@ -627,13 +620,13 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	spend.ToolCalls = int64(len(calls))
 	if msg, ok := x.affords(spend); !ok {
 		// Refused before any call runs; the commit would refuse it after.
-		return true, x.end(ctx, store.StatusFailed, "", &RunError{Code: fault.RunBudgetSpent.ID(), Message: msg})
+		return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: fault.RunBudgetSpent.ID(), Message: msg})
 	}
 	x.st.Usage.ToolCalls += spend.ToolCalls
 	events := make([]store.NewEvent, 0, 2*len(calls))
 	for _, c := range calls {
-		tc := ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		events = append(events, newEvent(EventToolCall, tc))
+		tc := run.ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		events = append(events, newEvent(run.EventToolCall, tc))
 		x.note(Note{Calling: &tc})
 	}
 	results, resultEvents := x.runTools(ctx, calls)
@@ -710,7 +703,7 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 	if x.r.cfg.Observer != nil {
 		at := x.r.cfg.Now().UTC().Format(time.RFC3339Nano)
 		for i, ev := range events {
-			x.note(Note{Event: &Event{Seq: first + int64(i), Type: ev.Type, Time: at, Agent: x.agentID(), Data: ev.Data}})
+			x.note(Note{Event: &run.Event{Seq: first + int64(i), Type: ev.Type, Time: at, Agent: x.agentID(), Data: ev.Data}})
 		}
 	}
 	return nil
@@ -722,13 +715,13 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 //
 // spend is the last model call's tokens, when that call is what ended the
 // run: a budget that call itself spent ends it failed, saying so.
-func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *RunError, spend ...store.Budget) error {
+func (x *execution) end(ctx context.Context, status store.Status, answer string, runErr *run.Error, spend ...store.Budget) error {
 	if x.child != nil {
 		return x.endChild(ctx, status, answer, runErr, spend...)
 	}
-	ended := &RunEnded{Result: run.Result{Status: run.Status(status), Answer: answer, Error: runErr, Usage: x.st.Usage}}
-	if len(answer) > MaxEventAnswer {
-		ended.Answer, ended.AnswerTruncated = cutUTF8(answer, MaxEventAnswer), true
+	ended := &run.RunEnded{Result: run.Result{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}}
+	if len(answer) > run.MaxEventAnswer {
+		ended.Answer, ended.AnswerTruncated = cutUTF8(answer, run.MaxEventAnswer), true
 	}
 	x.st.Ended = ended
 	var b store.Budget
@@ -738,7 +731,7 @@ func (x *execution) end(ctx context.Context, status store.Status, answer string,
 	// Children still working end interrupted, and the folder is saved,
 	// before run.ended, which stays the last event.
 	x.interruptAll(ctx)
-	events := append(x.saveFolder(ctx), newEvent(EventRunEnded, ended))
+	events := append(x.saveFolder(ctx), newEvent(run.EventRunEnded, ended))
 	err := x.commit(ctx, store.Step{Spend: b}, events...)
 	if errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}) {
 		return x.budgetSpent(ctx, err)
@@ -757,7 +750,7 @@ func (x *execution) budgetSpent(ctx context.Context, err error) error {
 		msg = fe.Msg
 	}
 	x.st.Ended, x.childEnd = nil, nil
-	return x.end(ctx, store.StatusFailed, "", &RunError{Code: fault.RunBudgetSpent.ID(), Message: msg})
+	return x.end(ctx, store.StatusFailed, "", &run.Error{Code: fault.RunBudgetSpent.ID(), Message: msg})
 }
 
 // settle moves the run to the status its committed run.ended says, and
@@ -772,7 +765,7 @@ func (x *execution) settle(ctx context.Context) error {
 		reason = e.Error.Code + ": " + e.Error.Message
 	}
 	if e.Status != run.StatusCancelled { // else the canceller moved it
-		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, store.Status(e.Status), reason)
+		_, err := x.r.cfg.Store.Transition(ctx, x.run.ID, e.Status, reason)
 		if errors.Is(err, fault.RunBadTransition) {
 			// Settled by an earlier invocation, which told of the end
 			// unless it died first.
@@ -830,7 +823,7 @@ func (x *execution) interrupted(ctx context.Context, cause error) error {
 // found the lease still held would take it for a duplicate and stop.
 func (x *execution) handOver(ctx context.Context) error {
 	x.unlease()
-	payload, _ := json.Marshal(Payload{RunID: x.run.ID, ChildID: x.agentID()})
+	payload, _ := json.Marshal(run.Payload{RunID: x.run.ID, ChildID: x.agentID()})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := x.r.cfg.Invoker.Start(sctx, invoke.Runner, payload); err != nil {

@@ -77,7 +77,7 @@ func TestRunUsesEveryTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, end := e.ended(id)
-	if run.Status != store.StatusSucceeded || store.Status(end.Status) != store.StatusSucceeded || end.Error != nil {
+	if run.Status != store.StatusSucceeded || end.Status != store.StatusSucceeded || end.Error != nil {
 		t.Fatalf("run %s, ended %+v", run.Status, end)
 	}
 	if want := "Done. bash said: DONE: fixed the build\n[exit code 0]"; end.Answer != want {
@@ -107,8 +107,8 @@ func TestRunUsesEveryTool(t *testing.T) {
 	}
 	// The events of DESIGN §11, in order.
 	ty := types(e.events(id))
-	if ty[0] != runner.EventRunStarted || ty[len(ty)-1] != runner.EventRunEnded || strings.Count(strings.Join(ty, " "), runner.EventPlanUpdated) != 2 ||
-		strings.Count(strings.Join(ty, " "), runner.EventToolCall) != len(want) {
+	if ty[0] != afrun.EventRunStarted || ty[len(ty)-1] != afrun.EventRunEnded || strings.Count(strings.Join(ty, " "), afrun.EventPlanUpdated) != 2 ||
+		strings.Count(strings.Join(ty, " "), afrun.EventToolCall) != len(want) {
 		t.Errorf("event types %v", ty)
 	}
 	if end.Usage.ToolCalls != int64(len(want)) || end.Usage.InputTokens == 0 || end.Usage.OutputTokens == 0 {
@@ -221,7 +221,7 @@ func TestCutToolStepRunsNoCallTwice(t *testing.T) {
 	if got := e.read("calls.log"); got != "one\ntwo\nthree\n" {
 		t.Errorf("calls.log = %q: a tool call ran twice", got)
 	}
-	if n := strings.Count(strings.Join(types(e.events(id)), " "), runner.EventToolResult); n != 3 {
+	if n := strings.Count(strings.Join(types(e.events(id)), " "), afrun.EventToolResult); n != 3 {
 		t.Errorf("%d tool results, want 3", n)
 	}
 }
@@ -249,7 +249,7 @@ func TestRacingInvocationsRunEachStepOnce(t *testing.T) {
 	if got := e.read("calls.log"); got != "one\ntwo\nthree\n" {
 		t.Errorf("calls.log = %q", got)
 	}
-	if n := strings.Count(strings.Join(types(e.events(id)), " "), runner.EventToolResult); n != 3 {
+	if n := strings.Count(strings.Join(types(e.events(id)), " "), afrun.EventToolResult); n != 3 {
 		t.Errorf("%d tool results, want 3", n)
 	}
 }
@@ -351,8 +351,8 @@ func TestCancelledRunStops(t *testing.T) {
 		watch   time.Duration // how often the status is read
 		results int           // tool.result events committed
 	}{
-		{"between turns", runner.EventToolResult, 10 * time.Millisecond, 1},
-		{"while its tools run", runner.EventToolCall, time.Hour, 0}, // only the commit notices
+		{"between turns", afrun.EventToolResult, 10 * time.Millisecond, 1},
+		{"while its tools run", afrun.EventToolCall, time.Hour, 0}, // only the commit notices
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -362,7 +362,7 @@ func TestCancelledRunStops(t *testing.T) {
 			var once atomic.Bool
 			watched := runner.CancelSeen(id)
 			e.onNote = func(n runner.Note) {
-				seen := n.Event != nil && n.Event.Type == tc.on || n.Calling != nil && tc.on == runner.EventToolCall
+				seen := n.Event != nil && n.Event.Type == tc.on || n.Calling != nil && tc.on == afrun.EventToolCall
 				if seen && once.CompareAndSwap(false, true) {
 					if _, err := e.store.Transition(ctx, id, store.StatusCancelled, "stopped by a person"); err != nil {
 						t.Error(err)
@@ -381,7 +381,7 @@ func TestCancelledRunStops(t *testing.T) {
 				t.Fatal(err)
 			}
 			run, end := e.ended(id)
-			if run.Status != store.StatusCancelled || store.Status(end.Status) != store.StatusCancelled {
+			if run.Status != store.StatusCancelled || end.Status != store.StatusCancelled {
 				t.Fatalf("run %s, ended %s", run.Status, end.Status)
 			}
 			if got := e.read("calls.log"); got != "one\n" {
@@ -407,7 +407,7 @@ text = "unused"
 	id := e.start(d, "append")
 	var once atomic.Bool
 	e.onNote = func(n runner.Note) {
-		if n.Event != nil && n.Event.Type == runner.EventToolResult && once.CompareAndSwap(false, true) {
+		if n.Event != nil && n.Event.Type == afrun.EventToolResult && once.CompareAndSwap(false, true) {
 			e.sandbox.Kill(id)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
@@ -70,8 +72,8 @@ func scheduled(e *env, fleet string) []string {
 }
 
 // byName returns the run's tool results, by tool name, in order.
-func byName(e *env, runID string) map[string][]runner.ToolResult {
-	out := map[string][]runner.ToolResult{}
+func byName(e *env, runID string) map[string][]afrun.ToolResult {
+	out := map[string][]afrun.ToolResult{}
 	for _, r := range e.results(runID) {
 		out[r.Name] = append(out[r.Name], r)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -14,10 +15,10 @@ import (
 // the runner never sees one (only the webtools λ reads secrets, and screens
 // what it returns).
 type state struct {
-	V        int             `json:"v"`
-	Messages []model.Message `json:"messages"`
-	Plan     *PlanUpdated    `json:"plan,omitempty"`
-	Usage    Usage           `json:"usage"`
+	V        int              `json:"v"`
+	Messages []model.Message  `json:"messages"`
+	Plan     *run.PlanUpdated `json:"plan,omitempty"`
+	Usage    run.Usage        `json:"usage"`
 	// LastInput is the input tokens of the last model call: how full the
 	// context window was.
 	LastInput int64 `json:"last_input,omitempty"`
@@ -28,7 +29,7 @@ type state struct {
 	InboxSeen int64 `json:"inbox_seen,omitempty"`
 	// Ended is set by the step that commits run.ended; the status move
 	// that follows it may still be pending when the invocation died.
-	Ended *RunEnded `json:"ended,omitempty"`
+	Ended *run.RunEnded `json:"ended,omitempty"`
 }
 
 const stateVersion = 1

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -111,10 +110,10 @@ func TestChildKilledTwiceFails(t *testing.T) {
 	if err != nil || got.Status != store.ChildFailed || !strings.HasPrefix(got.Result, afrun.CodeStopped+": ") {
 		t.Fatalf("child %s %q, %v; want it failed with %s", got.Status, got.Result, err, afrun.CodeStopped)
 	}
-	var ended *runner.ChildEnded
+	var ended *afrun.ChildEnded
 	for _, ev := range e.events(id) {
-		if ev.Type == runner.EventChildEnded {
-			ended = new(runner.ChildEnded)
+		if ev.Type == afrun.EventChildEnded {
+			ended = new(afrun.ChildEnded)
 			if err := json.Unmarshal(ev.Data, ended); err != nil {
 				t.Fatal(err)
 			}

@@ -71,7 +71,7 @@ func (x *execution) show(ctx context.Context, req thread.Request) {
 }
 
 // showPlan shows a plan the model just set.
-func (x *execution) showPlan(ctx context.Context, p *PlanUpdated) {
+func (x *execution) showPlan(ctx context.Context, p *run.PlanUpdated) {
 	steps := make([]thread.Step, len(p.Plan))
 	for i, s := range p.Plan {
 		steps[i] = thread.Step{Step: s.Step, Status: s.Status}
@@ -157,7 +157,7 @@ func (m messenger) Message(ctx context.Context, args control.MessageArgs) (tool.
 func (x *execution) noteMessage(_ context.Context, text string, delivered bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.messages = append(x.messages, newEvent(EventMessagePosted, MessagePosted{Text: text, Delivered: delivered}))
+	x.messages = append(x.messages, newEvent(run.EventMessagePosted, MessagePosted{Text: text, Delivered: delivered}))
 }
 
 // takeMessages returns the message.posted events of the step, once.
@@ -230,16 +230,6 @@ func (x *execution) history(ctx context.Context) ([]model.Message, error) {
 	return msgs, nil
 }
 
-// EventRunInput is run.input: a message that reached the run while it
-// worked (a reply in its thread), taken into its next turn.
-const EventRunInput = "run.input"
-
-// RunInput is run.input's data.
-type RunInput struct {
-	Seq  int64  `json:"seq"`
-	Text string `json:"text"`
-}
-
 // takeInbox adds the messages that reached the run since its last turn to
 // the conversation, as the user's, and keeps their run.input events for the
 // step's commit. Only a run with a thread has an inbox.
@@ -258,7 +248,7 @@ func (x *execution) takeInbox(ctx context.Context) error {
 	}
 	for _, m := range msgs {
 		last.Content = append(last.Content, model.Part{Text: "New message in the thread: " + m.Text})
-		x.inbox = append(x.inbox, newEvent(EventRunInput, RunInput{Seq: m.Seq, Text: m.Text}))
+		x.inbox = append(x.inbox, newEvent(run.EventRunInput, run.RunInput{Seq: m.Seq, Text: m.Text}))
 		x.st.InboxSeen = m.Seq
 	}
 	return nil

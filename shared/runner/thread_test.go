@@ -131,10 +131,10 @@ func TestMessageLines(t *testing.T) {
 	// message.posted says what was posted, and the secret never reached the log.
 	posted := 0
 	for _, ev := range e.events(runID) {
-		if strings.Contains(string(ev.Data), "ghp_s3cret") && ev.Type != runner.EventToolCall {
+		if strings.Contains(string(ev.Data), "ghp_s3cret") && ev.Type != afrun.EventToolCall {
 			t.Fatalf("the secret is in a %s event: %s", ev.Type, ev.Data)
 		}
-		if ev.Type == runner.EventMessagePosted {
+		if ev.Type == afrun.EventMessagePosted {
 			posted++
 			var m runner.MessagePosted
 			json.Unmarshal(ev.Data, &m)
@@ -330,8 +330,8 @@ func TestRepliesReachTheWorkingRun(t *testing.T) {
 	}
 	var inputs []string
 	for _, ev := range e.events(runID) {
-		if ev.Type == runner.EventRunInput {
-			var in runner.RunInput
+		if ev.Type == afrun.EventRunInput {
+			var in afrun.RunInput
 			json.Unmarshal(ev.Data, &in)
 			inputs = append(inputs, fmt.Sprint(in.Seq, " ", in.Text))
 		}

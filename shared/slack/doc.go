@@ -15,7 +15,7 @@
 // thread it was clicked in.
 //
 // Events: app_mention, a direct message to the app, and a message in a
-// thread a run from Slack already answered in start a run (runner.Start,
+// thread a run from Slack already answered in start a run (start.Run,
 // source slack, the thread) of the fleet the thread's last run was of, else
 // the channel's route (store.PutSlackRoute), else the deployment's default
 // fleet; in a thread a run already answered in, the new run continues that

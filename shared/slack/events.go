@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -244,7 +244,7 @@ func (h *Handler) start(ctx context.Context, m message) error {
 			return err
 		}
 	}
-	run, _, err := runner.Start(ctx, st, h.cfg.Invoker, store.NewRun{Fleet: fleetName, Source: store.SourceSlack,
+	run, _, err := start.Run(ctx, st, h.cfg.Invoker, store.NewRun{Fleet: fleetName, Source: store.SourceSlack,
 		Thread: &store.Thread{Channel: m.channel, ThreadTS: m.threadTS, User: m.user, Team: m.team}, Input: []byte(input),
 		Idempotency: &store.IdempotencyKey{Scope: IdempotencyScope, Key: m.eventID}, Continues: continues})
 	switch {

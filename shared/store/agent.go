@@ -154,7 +154,7 @@ func (st ChildStep) check() error {
 	if err := st.Step.check(); err != nil {
 		return err
 	}
-	if st.End != nil && (!st.End.Status.final() || len(st.End.Result) > MaxBlobBytes) {
+	if st.End != nil && (!st.End.Status.Final() || len(st.End.Result) > MaxBlobBytes) {
 		return fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, with a result of at most %d bytes", MaxBlobBytes)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // Child-agent limits from the specification.
@@ -24,15 +25,15 @@ const (
 	MaxChildDepth      = 2  // children (1) and grandchildren (2)
 )
 
-// ChildStatus is a child agent's status.
-type ChildStatus string
+// ChildStatus is a child agent's status (package run's).
+type ChildStatus = run.ChildStatus
 
 // The child statuses. running is the only one that is not final.
 const (
-	ChildRunning     ChildStatus = "running"
-	ChildDone        ChildStatus = "done"
-	ChildFailed      ChildStatus = "failed"
-	ChildInterrupted ChildStatus = "interrupted"
+	ChildRunning     = run.ChildRunning
+	ChildDone        = run.ChildDone
+	ChildFailed      = run.ChildFailed
+	ChildInterrupted = run.ChildInterrupted
 )
 
 // Child is a child agent of a run.
@@ -341,7 +342,7 @@ func (s *Store) FinishChild(ctx context.Context, runID, childID string, status C
 }
 
 func (s *Store) finishChild(ctx context.Context, runID, childID string, status ChildStatus, result string, events []NewEvent) (Child, int64, error) {
-	if !status.final() {
+	if !status.Final() {
 		return Child{}, 0, fault.New(fault.RequestInvalid, "a child ends done, failed or interrupted, not %q", status)
 	}
 	if len(result) > MaxBlobBytes {
@@ -414,10 +415,6 @@ func (s *Store) seqMovedFrom(ctx context.Context, runID string, last int64, n in
 		s.setHint(runID, cur.EvtSeq)
 		return errRetry
 	}
-}
-
-func (st ChildStatus) final() bool {
-	return st == ChildDone || st == ChildFailed || st == ChildInterrupted
 }
 
 // GetChild returns a child of the run; an id this run never issued (one

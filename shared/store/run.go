@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,59 +12,35 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
-// Source is where a run came from.
-type Source string
+// Source is where a run came from (package run's).
+type Source = run.Source
 
 // The trigger sources.
 const (
-	SourceAPI      Source = "api"
-	SourceWebhook  Source = "webhook"
-	SourceSlack    Source = "slack"
-	SourceSchedule Source = "schedule"
+	SourceAPI      = run.SourceAPI
+	SourceWebhook  = run.SourceWebhook
+	SourceSlack    = run.SourceSlack
+	SourceSchedule = run.SourceSchedule
 )
 
-func (s Source) valid() bool {
-	return s == SourceAPI || s == SourceWebhook || s == SourceSlack || s == SourceSchedule
-}
-
-// Status is a run's place in its life.
-//
-//	queued ──► running ──► succeeded | failed | cancelled
-//	  │         ▲    │
-//	  │         │    ▼
-//	  │        waiting ──► cancelled
-//	  └──► cancelled
-//
-// waiting is a run parked durably (nothing billed) until a person answers,
-// such as an approval. succeeded, failed and cancelled are final.
-type Status string
+// Status is a run's place in its life (package run's, with its diagram).
+type Status = run.Status
 
 // The run statuses.
 const (
-	StatusQueued    Status = "queued"
-	StatusRunning   Status = "running"
-	StatusWaiting   Status = "waiting"
-	StatusSucceeded Status = "succeeded"
-	StatusFailed    Status = "failed"
-	StatusCancelled Status = "cancelled"
+	StatusQueued    = run.StatusQueued
+	StatusRunning   = run.StatusRunning
+	StatusWaiting   = run.StatusWaiting
+	StatusSucceeded = run.StatusSucceeded
+	StatusFailed    = run.StatusFailed
+	StatusCancelled = run.StatusCancelled
 )
 
-// transitions lists, for each status, the statuses a run may move to.
-var transitions = map[Status][]Status{
-	StatusQueued:  {StatusRunning, StatusCancelled},
-	StatusRunning: {StatusSucceeded, StatusFailed, StatusCancelled, StatusWaiting},
-	StatusWaiting: {StatusRunning, StatusCancelled},
-}
-
-// Terminal reports whether s is final.
-func (s Status) Terminal() bool {
-	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
-}
-
 // CanMove reports whether a run may move from status from to status to.
-func CanMove(from, to Status) bool { return slices.Contains(transitions[from], to) }
+func CanMove(from, to Status) bool { return run.CanMove(from, to) }
 
 // Thread is the Slack thread a run answers in, and whom it answers: the
 // person whose message started the run (who mentioned the app, or replied in
@@ -265,7 +240,7 @@ func (nr NewRun) check() error {
 			return err
 		}
 	}
-	if !nr.Source.valid() {
+	if !nr.Source.Valid() {
 		return bad("run source %q: want api, webhook, slack or schedule", nr.Source)
 	}
 	if nr.Thread != nil {
@@ -606,12 +581,9 @@ func (s *Store) MarkRunNotified(ctx context.Context, id string) error {
 // children: call InterruptRunningChildren.
 func (s *Store) Transition(ctx context.Context, id string, to Status, reason string) (Run, error) {
 	var from []string
-	for f, tos := range transitions {
-		if slices.Contains(tos, to) {
-			from = append(from, string(f))
-		}
+	for _, f := range run.MovesTo(to) {
+		from = append(from, string(f))
 	}
-	slices.Sort(from)
 	if len(from) == 0 {
 		// Nothing moves to queued: read the run for an honest message.
 		r, err := s.getRun(ctx, id)

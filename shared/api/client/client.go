@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // Client calls one agentsfleet API with one key. It is safe for concurrent
@@ -325,10 +325,10 @@ const eventsPage = 500
 // Events returns the run's events with seq above after (0: from the
 // start), up to a page of them, and next, the after of the following call:
 // the last seq returned, or after again when there is nothing new.
-func (c *Client) Events(ctx context.Context, id string, after int64) ([]runner.Event, int64, error) {
+func (c *Client) Events(ctx context.Context, id string, after int64) ([]run.Event, int64, error) {
 	var out struct {
-		Events []runner.Event `json:"events"`
-		Next   int64          `json:"next"`
+		Events []run.Event `json:"events"`
+		Next   int64       `json:"next"`
 	}
 	path := fmt.Sprintf("/v1/runs/%s/events?after=%d&limit=%d", seg(id), after, eventsPage)
 	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
@@ -352,18 +352,18 @@ func (c *Client) Cancel(ctx context.Context, id string) (RunStarted, error) {
 // run's record may settle a moment after its last event). A run that ends
 // without a run.ended (cancelled before it started) is returned once its
 // record says it ended. fn runs on the caller's goroutine.
-func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(runner.Event)) (Run, error) {
+func (c *Client) Follow(ctx context.Context, id string, after int64, fn func(run.Event)) (Run, error) {
 	wait := c.busy
 	for {
 		evs, next, err := c.Events(ctx, id, after)
 		if err != nil {
 			return Run{}, err
 		}
-		var end *runner.RunEnded
+		var end *run.RunEnded
 		for _, ev := range evs {
 			fn(ev)
-			if ev.Type == runner.EventRunEnded && ev.Agent == "" {
-				end = new(runner.RunEnded)
+			if ev.Type == run.EventRunEnded && ev.Agent == "" {
+				end = new(run.RunEnded)
 				if err := json.Unmarshal(ev.Data, end); err != nil {
 					return Run{}, fmt.Errorf("follow run %s: run.ended: %w", id, err)
 				}

@@ -18,7 +18,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -177,8 +177,8 @@ func TestFleetsRunsAndEvents(t *testing.T) {
 	if err != nil || again.RunID != started.RunID {
 		t.Fatalf("a retry = %+v, %v; want run %s", again, err, started.RunID)
 	}
-	var seen []runner.Event
-	run, err := c.Follow(ctx, started.RunID, 0, func(ev runner.Event) { seen = append(seen, ev) })
+	var seen []afrun.Event
+	run, err := c.Follow(ctx, started.RunID, 0, func(ev afrun.Event) { seen = append(seen, ev) })
 	if err != nil || run.Status != store.StatusSucceeded || run.Answer != "done: the disks" || run.RunID != started.RunID || run.Usage.ToolCalls != 1 {
 		t.Fatalf("Follow = %+v, %v", run, err)
 	}
@@ -220,7 +220,7 @@ func TestFleetsRunsAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err = c.Follow(ctx, started.RunID, 0, func(runner.Event) {})
+	run, err = c.Follow(ctx, started.RunID, 0, func(afrun.Event) {})
 	if err != nil || run.Status != store.StatusFailed || run.Error == nil || run.Error.Code == "" {
 		t.Fatalf("Follow a failing run = %+v, %v", run, err)
 	}
@@ -243,7 +243,7 @@ func TestFleetsRunsAndEvents(t *testing.T) {
 		if cancelled.Status != store.StatusCancelled {
 			t.Fatalf("Cancel = %+v", cancelled)
 		}
-		run, err := c.Follow(ctx, started.RunID, 0, func(runner.Event) {})
+		run, err := c.Follow(ctx, started.RunID, 0, func(afrun.Event) {})
 		if err != nil || run.Status != store.StatusCancelled {
 			t.Fatalf("Follow a cancelled run = %+v, %v", run, err)
 		}
@@ -272,7 +272,7 @@ func TestFollowStopsWithItsContext(t *testing.T) {
 	c, _ := client.New(srv.URL, "k", client.WithPoll(10*time.Millisecond, 40*time.Millisecond))
 	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err := c.Follow(cctx, "run_1", 0, func(runner.Event) { t.Error("an event from nothing") })
+	_, err := c.Follow(cctx, "run_1", 0, func(afrun.Event) { t.Error("an event from nothing") })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Follow = %v; want the context's deadline", err)
 	}
@@ -316,7 +316,7 @@ func TestSchedules(t *testing.T) {
 	if err != nil || started.RunID == "" {
 		t.Fatalf("RunSchedule = %+v, %v", started, err)
 	}
-	run, err := c.Follow(ctx, started.RunID, 0, func(runner.Event) {})
+	run, err := c.Follow(ctx, started.RunID, 0, func(afrun.Event) {})
 	if err != nil || run.Source != store.SourceSchedule || run.Answer != "done: "+msg {
 		t.Fatalf("the schedule's run = %+v, %v", run, err)
 	}

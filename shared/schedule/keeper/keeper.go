@@ -15,7 +15,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/run"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/schedule"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/clock"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
@@ -37,7 +37,7 @@ var _ Scheduler = (*eventbridge.Scheduler)(nil)
 type Config struct {
 	Store     *store.Store
 	Scheduler Scheduler
-	// Invoker starts the runner on the runs schedules start (runner.Start).
+	// Invoker starts the runner on the runs schedules start (start.Run).
 	Invoker invoke.Invoker
 	// Scrub returns text with the values of the fleet's secrets replaced by
 	// «secret:NAME» (WebtoolsScrub: the webtools function, the only part of
@@ -361,7 +361,7 @@ func (k *Keeper) RunNow(ctx context.Context, fleet, id string, actor store.Actor
 	if err != nil {
 		return store.Run{}, err
 	}
-	run, _, err := runner.Start(ctx, k.st, k.inv, store.NewRun{Fleet: fleet, Source: store.SourceSchedule,
+	run, _, err := start.Run(ctx, k.st, k.inv, store.NewRun{Fleet: fleet, Source: store.SourceSchedule,
 		ScheduleID: sc.ID, Input: []byte(sc.Message), Idempotency: idem})
 	return run, err
 }
@@ -436,7 +436,7 @@ func (k *Keeper) scheduledTime(ctx context.Context, p eventbridge.Payload) time.
 // Fire is the schedule function's handler: payload is the eventbridge.Payload
 // Scheduler sends. It checks the fleet and the schedule and starts a run
 // with source schedule, no thread, the schedule's message as input, through
-// runner.Start. A firing delivered more than once (Scheduler delivers at
+// start.Run. A firing delivered more than once (Scheduler delivers at
 // least once) starts one run: the run is keyed by the schedule and the
 // firing's scheduled time.
 //
@@ -480,7 +480,7 @@ func (k *Keeper) Fire(ctx context.Context, payload []byte) error {
 	}
 	key := &store.IdempotencyKey{Scope: scope("schedule", p.Fleet), Key: sc.ID + "@" + due.Format(time.RFC3339)}
 	if !f.Paused && sc.State == store.ScheduleActive {
-		run, created, err := runner.Start(ctx, k.st, k.inv, store.NewRun{Fleet: sc.Fleet, Source: store.SourceSchedule,
+		run, created, err := start.Run(ctx, k.st, k.inv, store.NewRun{Fleet: sc.Fleet, Source: store.SourceSchedule,
 			ScheduleID: sc.ID, Input: []byte(sc.Message), Idempotency: key})
 		switch {
 		case errors.Is(err, fault.FleetPaused):
@@ -517,9 +517,9 @@ func (k *Keeper) Fire(ctx context.Context, payload []byte) error {
 // started, a run that ends failed at once saying why, then disables the
 // Scheduler schedule so that nothing more fires until it is resumed.
 func (k *Keeper) notice(ctx context.Context, sc store.Schedule, key *store.IdempotencyKey, log *slog.Logger) error {
-	why := &runner.RunError{Code: fault.SchedNotRunnable.ID(), Message: sc.PausedReason}
-	ended, _ := json.Marshal(runner.RunEnded{Result: run.Result{Status: run.StatusFailed, Error: why}})
-	run, created, err := k.st.CreateRun(ctx, store.NewRun{Fleet: sc.Fleet, Source: store.SourceSchedule,
+	why := &run.Error{Code: fault.SchedNotRunnable.ID(), Message: sc.PausedReason}
+	ended, _ := json.Marshal(run.RunEnded{Result: run.Result{Status: run.StatusFailed, Error: why}})
+	r, created, err := k.st.CreateRun(ctx, store.NewRun{Fleet: sc.Fleet, Source: store.SourceSchedule,
 		ScheduleID: sc.ID, Input: []byte(sc.Message), Idempotency: key})
 	if errors.Is(err, fault.FleetPaused) {
 		log.Info("schedule skipped: the fleet is paused")
@@ -529,17 +529,17 @@ func (k *Keeper) notice(ctx context.Context, sc store.Schedule, key *store.Idemp
 		return fmt.Errorf("record why schedule %s did not run: %w", sc.ID, err)
 	}
 	if created {
-		started, _ := json.Marshal(runner.RunStarted{Fleet: run.Fleet, Revision: run.Revision, Source: run.Source})
-		if _, err := k.st.AppendEvents(ctx, run.ID, store.NewEvent{Type: runner.EventRunStarted, Data: started},
-			store.NewEvent{Type: runner.EventRunEnded, Data: ended}); err != nil {
+		started, _ := json.Marshal(run.RunStarted{Fleet: r.Fleet, Revision: r.Revision, Source: r.Source})
+		if _, err := k.st.AppendEvents(ctx, r.ID, store.NewEvent{Type: run.EventRunStarted, Data: started},
+			store.NewEvent{Type: run.EventRunEnded, Data: ended}); err != nil {
 			return fmt.Errorf("record why schedule %s did not run: %w", sc.ID, err)
 		}
 		for _, to := range []store.Status{store.StatusRunning, store.StatusFailed} {
-			if _, err := k.st.Transition(ctx, run.ID, to, why.Code+": "+why.Message); err != nil {
+			if _, err := k.st.Transition(ctx, r.ID, to, why.Code+": "+why.Message); err != nil {
 				return fmt.Errorf("record why schedule %s did not run: %w", sc.ID, err)
 			}
 		}
-		log.Warn("schedule did not run: paused by its spend cap", "run_id", run.ID, "reason", sc.PausedReason)
+		log.Warn("schedule did not run: paused by its spend cap", "run_id", r.ID, "reason", sc.PausedReason)
 	}
 	return k.put(ctx, sc, eventbridge.Disabled)
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/clock"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
@@ -76,7 +76,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, store: store.New(db, table), sched: sched, local: invoke.NewLocal(nil)}
 	t.Cleanup(e.local.Close)
 	e.local.Register(invoke.Runner, func(_ context.Context, payload []byte) ([]byte, error) {
-		var p runner.Payload
+		var p afrun.Payload
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, err
 		}
@@ -406,7 +406,7 @@ func TestFollowUpDueWhilePausedIsRemoved(t *testing.T) {
 
 // TestClockFiresFollowUpIntoRun: the local clock fires an at() follow-up
 // into Keeper.Fire, which starts a run with source schedule through
-// runner.Start; the follow-up is then removed.
+// start.Run; the follow-up is then removed.
 func TestClockFiresFollowUpIntoRun(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -504,11 +504,11 @@ func TestSpendCapPausesSchedule(t *testing.T) {
 		t.Errorf("status reason %q", full.StatusReason)
 	}
 	evs, _, err := e.store.ListEvents(ctx, runs[0].ID, 1, 10)
-	if err != nil || len(evs) != 2 || evs[1].Type != runner.EventRunEnded {
+	if err != nil || len(evs) != 2 || evs[1].Type != afrun.EventRunEnded {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
-	var end runner.RunEnded
-	if err := json.Unmarshal(evs[1].Data, &end); err != nil || store.Status(end.Status) != store.StatusFailed || end.Error == nil ||
+	var end afrun.RunEnded
+	if err := json.Unmarshal(evs[1].Data, &end); err != nil || end.Status != store.StatusFailed || end.Error == nil ||
 		end.Error.Code != fault.SchedNotRunnable.ID() || end.Error.Message != got.PausedReason {
 		t.Errorf("run.ended %s", evs[1].Data)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -70,7 +70,7 @@ func (k *Keeper) Sweep(ctx context.Context, grace time.Duration) ([]store.Lapsed
 	var errs []error
 	started := found[:0]
 	for _, l := range found {
-		payload, _ := json.Marshal(runner.Payload{RunID: l.RunID, ChildID: l.ChildID})
+		payload, _ := json.Marshal(run.Payload{RunID: l.RunID, ChildID: l.ChildID})
 		if err := k.inv.Start(ctx, invoke.Runner, payload); err != nil {
 			errs = append(errs, fmt.Errorf("sweep: re-invoke %s: %w", payload, err))
 			continue

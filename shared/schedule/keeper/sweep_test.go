@@ -15,6 +15,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -36,12 +37,12 @@ func (c *offsetClock) Advance(d time.Duration) { c.by.Add(int64(d)) }
 type recorder struct {
 	invoke.Invoker
 	mu      sync.Mutex
-	started []runner.Payload
+	started []run.Payload
 }
 
 func (r *recorder) Start(ctx context.Context, function string, payload []byte) error {
 	if function == invoke.Runner {
-		var p runner.Payload
+		var p run.Payload
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return err
 		}
@@ -52,7 +53,7 @@ func (r *recorder) Start(ctx context.Context, function string, payload []byte) e
 	return r.Invoker.Start(ctx, function, payload)
 }
 
-func (r *recorder) take() []runner.Payload {
+func (r *recorder) take() []run.Payload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.started
@@ -144,7 +145,7 @@ func (e *sweepEnv) killed(id, holder string) {
 // sweep fires the schedule function's handler with payload (the sweep
 // schedule's Input when nil), waits for the invocations it started to
 // return, and returns them.
-func (e *sweepEnv) sweep(payload []byte) []runner.Payload {
+func (e *sweepEnv) sweep(payload []byte) []run.Payload {
 	e.t.Helper()
 	if payload == nil {
 		payload = eventbridge.SweepInput()
@@ -220,7 +221,7 @@ func TestSweepFinishesAKilledRun(t *testing.T) {
 	wg.Wait()
 	e.settle()
 	got := e.inv.take()
-	if len(got) < 1 || len(got) > 2 || got[0] != (runner.Payload{RunID: id}) {
+	if len(got) < 1 || len(got) > 2 || got[0] != (run.Payload{RunID: id}) {
 		t.Fatalf("two sweeps after the lapse re-invoked %+v, want {run_id: %s} once or twice", got, id)
 	}
 	r := e.get(id)
@@ -342,7 +343,7 @@ func TestSweepReinvokesAChild(t *testing.T) {
 		}
 	}
 	got := e.sweep(nil)
-	if len(got) != 1 || got[0] != (runner.Payload{RunID: id, ChildID: kid.ID}) {
+	if len(got) != 1 || got[0] != (run.Payload{RunID: id, ChildID: kid.ID}) {
 		t.Fatalf("re-invoked %+v; want the child %s alone", got, kid.ID)
 	}
 	c, err := e.store.GetChild(ctx, id, kid.ID)

@@ -1,4 +1,8 @@
-package runner
+// Package start starts runs: how every door (the HTTP API, webhooks,
+// Slack, schedules) records a run and invokes the runner on it. It needs
+// only the store and the invoker, so that the functions starting runs do
+// not link the agent loop.
+package start
 
 import (
 	"context"
@@ -7,13 +11,13 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
-// Start records a run and starts the runner on it: how every door (the
-// HTTP API, webhooks, Slack, schedules) starts a run. The run pins the
-// fleet's current revision, and takes its Definition's budget unless nr
-// sets Limits.
+// Run records a run and starts the runner on it. The run pins the fleet's
+// current revision, and takes its Definition's budget unless nr sets
+// Limits.
 //
 // With nr.Idempotency, a retry returns the first run with created false;
 // one still queued (its first invocation may have been lost) gets the
@@ -21,7 +25,7 @@ import (
 // leased or started goes on from where it is. The store's errors come back
 // as they are (fault.FleetNotFound, fault.FleetPaused, …); an invocation
 // that fails leaves the run queued and is an error.
-func Start(ctx context.Context, st *store.Store, inv invoke.Invoker, nr store.NewRun) (run store.Run, created bool, err error) {
+func Run(ctx context.Context, st *store.Store, inv invoke.Invoker, nr store.NewRun) (r store.Run, created bool, err error) {
 	if nr.Revision == 0 {
 		rev, err := st.CurrentRevision(ctx, nr.Fleet)
 		if err != nil {
@@ -36,15 +40,15 @@ func Start(ctx context.Context, st *store.Store, inv invoke.Invoker, nr store.Ne
 			nr.Limits = store.Budget{Tokens: def.Limits.Budget.Tokens, ToolCalls: int64(def.Limits.Budget.ToolCalls)}
 		}
 	}
-	run, created, err = st.CreateRun(ctx, nr)
+	r, created, err = st.CreateRun(ctx, nr)
 	if err != nil {
 		return store.Run{}, false, err
 	}
-	if created || run.Status == store.StatusQueued {
-		payload, _ := json.Marshal(Payload{RunID: run.ID})
+	if created || r.Status == store.StatusQueued {
+		payload, _ := json.Marshal(run.Payload{RunID: r.ID})
 		if err := inv.Start(ctx, invoke.Runner, payload); err != nil {
-			return run, created, fmt.Errorf("start the runner on run %s: %w", run.ID, err)
+			return r, created, fmt.Errorf("start the runner on run %s: %w", r.ID, err)
 		}
 	}
-	return run, created, nil
+	return r, created, nil
 }
