@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/agentsfleet/agentsfleet/shared/api/scope"
+	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -45,8 +46,8 @@ func (a *API) routes() {
 	m.HandleFunc("/", a.notFound)
 }
 
-func fleetOf(f store.Fleet) Fleet {
-	return Fleet{Name: f.Name, Revision: f.Revision, Paused: f.Paused, Hash: f.Hash, Schedules: f.Schedules,
+func fleetOf(f store.Fleet) wire.Fleet {
+	return wire.Fleet{Name: f.Name, Revision: f.Revision, Paused: f.Paused, Hash: f.Hash, Schedules: f.Schedules,
 		CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt}
 }
 
@@ -81,18 +82,18 @@ func (a *API) applyFleet(r *http.Request, key store.Key) (int, any, error) {
 		// The Definition the fleet already runs: nothing to apply, so that
 		// a retried PUT makes no revision.
 		if cur, err := a.cfg.Store.GetFleet(ctx, name); err == nil && cur.Hash == def.Hash() {
-			return http.StatusOK, Applied{Name: name, Revision: cur.Revision, Unchanged: true}, nil
+			return http.StatusOK, wire.Applied{Name: name, Revision: cur.Revision, Unchanged: true}, nil
 		}
 		rev, err := a.cfg.Store.AppendRevision(ctx, name, def.Canonical(), def.Hash())
 		if err != nil {
 			return 0, nil, err
 		}
-		return http.StatusOK, Applied{Name: name, Revision: rev.Number}, nil
+		return http.StatusOK, wire.Applied{Name: name, Revision: rev.Number}, nil
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, Applied{Name: name, Revision: f.Revision}, nil
+	return http.StatusOK, wire.Applied{Name: name, Revision: f.Revision}, nil
 }
 
 func (a *API) listFleets(r *http.Request, _ store.Key) (int, any, error) {
@@ -104,11 +105,11 @@ func (a *API) listFleets(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]Fleet, len(page.Fleets))
+	out := make([]wire.Fleet, len(page.Fleets))
 	for i, f := range page.Fleets {
 		out[i] = fleetOf(f)
 	}
-	return http.StatusOK, FleetPage{Fleets: out, Next: page.Next}, nil
+	return http.StatusOK, wire.FleetPage{Fleets: out, Next: page.Next}, nil
 }
 
 func (a *API) getFleet(r *http.Request, _ store.Key) (int, any, error) {

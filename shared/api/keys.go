@@ -3,11 +3,12 @@ package api
 import (
 	"net/http"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
-func keyOf(k store.Key) Key {
-	b := Key{KeyID: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt, Revoked: k.Revoked}
+func keyOf(k store.Key) wire.Key {
+	b := wire.Key{KeyID: k.ID, Name: k.Name, Scopes: k.Scopes, CreatedAt: k.CreatedAt, Revoked: k.Revoked}
 	if !k.LastUsedAt.IsZero() {
 		b.LastUsedAt = &k.LastUsedAt
 	}
@@ -37,7 +38,7 @@ func (a *API) createKey(r *http.Request, key store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, NewKey{KeyID: k.ID, Key: secret, Name: k.Name, Scopes: k.Scopes}, nil
+	return http.StatusCreated, wire.NewKey{KeyID: k.ID, Key: secret, Name: k.Name, Scopes: k.Scopes}, nil
 }
 
 func (a *API) listKeys(r *http.Request, _ store.Key) (int, any, error) {
@@ -45,11 +46,11 @@ func (a *API) listKeys(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]Key, len(keys))
+	out := make([]wire.Key, len(keys))
 	for i, k := range keys {
 		out[i] = keyOf(k)
 	}
-	return http.StatusOK, KeyPage{Keys: out}, nil
+	return http.StatusOK, wire.KeyPage{Keys: out}, nil
 }
 
 // revokeKey is DELETE /v1/keys/{id}: the key never authenticates again.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/run/start"
@@ -18,7 +19,7 @@ import (
 // startRun is POST /v1/fleets/{name}/runs. With an Idempotency-Key header a
 // retry (by the same key, within a day) gets the first run back.
 func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
-	var req StartRequest
+	var req wire.StartRequest
 	if err := decode(r, &req); err != nil {
 		return 0, nil, err
 	}
@@ -41,7 +42,7 @@ func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, RunStarted{RunID: run.ID, Status: run.Status}, nil
+	return http.StatusAccepted, wire.RunStarted{RunID: run.ID, Status: run.Status}, nil
 }
 
 // checkCallback checks a callback_url: allowed by the egress policy, and
@@ -66,8 +67,8 @@ func (a *API) checkCallback(ctx context.Context, fleetName, u string) error {
 	return err
 }
 
-func summaryOf(s store.RunSummary) RunSummary {
-	return RunSummary{RunID: s.ID, Fleet: s.Fleet, Status: s.Status, Source: s.Source, Revision: s.Revision,
+func summaryOf(s store.RunSummary) wire.RunSummary {
+	return wire.RunSummary{RunID: s.ID, Fleet: s.Fleet, Status: s.Status, Source: s.Source, Revision: s.Revision,
 		ScheduleID: s.ScheduleID, CreatedAt: s.CreatedAt, StatusAt: s.StatusAt}
 }
 
@@ -85,11 +86,11 @@ func (a *API) listRuns(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]RunSummary, len(page.Runs))
+	out := make([]wire.RunSummary, len(page.Runs))
 	for i, s := range page.Runs {
 		out[i] = summaryOf(s)
 	}
-	return http.StatusOK, RunPage{Runs: out, Next: page.Next}, nil
+	return http.StatusOK, wire.RunPage{Runs: out, Next: page.Next}, nil
 }
 
 func (a *API) getRun(r *http.Request, _ store.Key) (int, any, error) {
@@ -102,17 +103,17 @@ func (a *API) getRun(r *http.Request, _ store.Key) (int, any, error) {
 
 // RunResult is a run as GET /v1/runs/{id} shows it: its answer, error and
 // usage read from its run.ended once it has ended.
-func RunResult(ctx context.Context, st *store.Store, id string) (Run, error) {
+func RunResult(ctx context.Context, st *store.Store, id string) (wire.Run, error) {
 	r, err := st.GetRun(ctx, id)
 	if err != nil {
-		return Run{}, err
+		return wire.Run{}, err
 	}
-	body := Run{RunSummary: summaryOf(r.RunSummary), Reason: r.StatusReason,
+	body := wire.Run{RunSummary: summaryOf(r.RunSummary), Reason: r.StatusReason,
 		Usage: run.Usage{ToolCalls: r.Spent.ToolCalls}}
 	if r.Events > 0 {
 		evs, _, err := st.ListEvents(ctx, id, r.Events, 1)
 		if err != nil {
-			return Run{}, err
+			return wire.Run{}, err
 		}
 		if len(evs) == 1 && evs[0].Type == run.EventRunEnded {
 			var end run.RunEnded
@@ -155,7 +156,7 @@ func (a *API) listEvents(r *http.Request, _ store.Key) (int, any, error) {
 		out[i] = run.Event{Seq: ev.Seq, Type: ev.Type, Time: ev.At.UTC().Format(time.RFC3339Nano), Agent: ev.Agent, Data: ev.Data}
 		next = ev.Seq
 	}
-	return http.StatusOK, EventPage{Events: out, Next: next}, nil
+	return http.StatusOK, wire.EventPage{Events: out, Next: next}, nil
 }
 
 // cancelRun is POST /v1/runs/{id}/cancel: a queued, running or waiting run
@@ -166,7 +167,7 @@ func (a *API) cancelRun(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, RunStarted{RunID: run.ID, Status: run.Status}, nil
+	return http.StatusOK, wire.RunStarted{RunID: run.ID, Status: run.Status}, nil
 }
 
 // prettyInput is a webhook body as a run's input: JSON indented (its keys

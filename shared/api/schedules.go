@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -23,8 +24,8 @@ type Schedules interface {
 
 var _ Schedules = (*keeper.Keeper)(nil)
 
-func scheduleOf(s store.Schedule) Schedule {
-	return Schedule{ScheduleID: s.ID, Fleet: s.Fleet, Source: s.Source, CreatedBy: s.CreatedBy, State: s.State,
+func scheduleOf(s store.Schedule) wire.Schedule {
+	return wire.Schedule{ScheduleID: s.ID, Fleet: s.Fleet, Source: string(s.Source), CreatedBy: s.CreatedBy, State: string(s.State),
 		Expression: s.Expression, Timezone: s.Timezone, Message: s.Message, OneShot: s.OneShot,
 		SpendCap: s.SpendCap, SpentDay: s.SpentDay, SpentTokens: s.SpentTokens, PausedReason: s.PausedReason,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
@@ -50,11 +51,11 @@ func (a *API) listSchedules(r *http.Request, _ store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]Schedule, len(list))
+	out := make([]wire.Schedule, len(list))
 	for i, s := range list {
 		out[i] = scheduleOf(s)
 	}
-	return http.StatusOK, SchedulePage{Schedules: out}, nil
+	return http.StatusOK, wire.SchedulePage{Schedules: out}, nil
 }
 
 // createSchedule is POST /v1/fleets/{name}/schedules {expression, message,
@@ -161,5 +162,5 @@ func (a *API) runSchedule(r *http.Request, key store.Key) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, RunStarted{RunID: run.ID, Status: run.Status}, nil
+	return http.StatusAccepted, wire.RunStarted{RunID: run.ID, Status: run.Status}, nil
 }

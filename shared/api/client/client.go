@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/api"
+	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
@@ -216,20 +216,20 @@ type rawBody struct {
 	contentType string
 }
 
-// The API's shapes, defined once in package api.
+// The API's shapes, defined once in package wire.
 type (
-	Fleet         = api.Fleet
-	FleetPage     = api.FleetPage
-	Applied       = api.Applied
-	RunStarted    = api.RunStarted
-	RunSummary    = api.RunSummary
-	Run           = api.Run
-	RunPage       = api.RunPage
-	Schedule      = api.Schedule
-	NewSchedule   = api.NewSchedule
-	SchedulePatch = api.SchedulePatch
-	Key           = api.Key
-	NewKey        = api.NewKey
+	Fleet         = wire.Fleet
+	FleetPage     = wire.FleetPage
+	Applied       = wire.Applied
+	RunStarted    = wire.RunStarted
+	RunSummary    = wire.RunSummary
+	Run           = wire.Run
+	RunPage       = wire.RunPage
+	Schedule      = wire.Schedule
+	NewSchedule   = wire.NewSchedule
+	SchedulePatch = wire.SchedulePatch
+	Key           = wire.Key
+	NewKey        = wire.NewKey
 )
 
 func seg(s string) string { return url.PathEscape(s) }
@@ -297,7 +297,7 @@ type StartOptions struct {
 
 // StartRun starts a run of fleet on input.
 func (c *Client) StartRun(ctx context.Context, fleet, input string, opt StartOptions) (RunStarted, error) {
-	body := api.StartRequest{Input: &input, CallbackURL: opt.CallbackURL, ConversationID: opt.ConversationID}
+	body := wire.StartRequest{Input: &input, CallbackURL: opt.CallbackURL, ConversationID: opt.ConversationID}
 	var out RunStarted
 	err := c.do(ctx, http.MethodPost, "/v1/fleets/"+seg(fleet)+"/runs", body, &out, "Idempotency-Key", opt.IdempotencyKey)
 	return out, err

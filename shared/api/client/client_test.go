@@ -292,7 +292,7 @@ func TestSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err := c.CreateSchedule(ctx, "ops", client.NewSchedule{Expression: "cron(0 9 ? * MON-FRI *)", Message: "the disks", Timezone: "Europe/Paris"})
-	if err != nil || s.ScheduleID == "" || s.Source != store.ActorPerson || s.Timezone != "Europe/Paris" || s.Fleet != "ops" {
+	if err != nil || s.ScheduleID == "" || s.Source != string(store.ActorPerson) || s.Timezone != "Europe/Paris" || s.Fleet != "ops" {
 		t.Fatalf("CreateSchedule = %+v, %v", s, err)
 	}
 	_, err = c.CreateSchedule(ctx, "ops", client.NewSchedule{Expression: "every day", Message: "m"})

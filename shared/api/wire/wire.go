@@ -1,16 +1,18 @@
-package api
+// Package wire holds the HTTP API's shapes (DESIGN.md §11): what the
+// handlers of package api answer with and what shared/api/client decodes.
+// Run events are run.Event; errors are {"error": {"code", "message"}}.
+//
+// It imports nothing but the standard library and the run vocabulary
+// (shared/run), so that the Go client links neither the server, the store,
+// the agent loop nor the AWS SDK.
+package wire
 
 import (
 	"encoding/json"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/run"
-	"github.com/agentsfleet/agentsfleet/shared/store"
 )
-
-// The shapes of the API's requests and answers (DESIGN.md §11), in one
-// place: the handlers answer with them and shared/api/client decodes them.
-// Run events are run.Event; errors are {"error": {"code", "message"}}.
 
 // Fleet is a fleet as the API shows it.
 type Fleet struct {
@@ -43,20 +45,20 @@ type Applied struct {
 
 // RunStarted is the answer to a run start, a schedule's run or a cancel.
 type RunStarted struct {
-	RunID  string       `json:"run_id"`
-	Status store.Status `json:"status"`
+	RunID  string     `json:"run_id"`
+	Status run.Status `json:"status"`
 }
 
 // RunSummary is a run in a list.
 type RunSummary struct {
-	RunID      string       `json:"run_id"`
-	Fleet      string       `json:"fleet"`
-	Status     store.Status `json:"status"`
-	Source     store.Source `json:"source"`
-	Revision   int64        `json:"revision"`
-	ScheduleID string       `json:"schedule_id,omitempty"`
-	CreatedAt  time.Time    `json:"created_at"`
-	StatusAt   time.Time    `json:"status_at"`
+	RunID      string     `json:"run_id"`
+	Fleet      string     `json:"fleet"`
+	Status     run.Status `json:"status"`
+	Source     run.Source `json:"source"`
+	Revision   int64      `json:"revision"`
+	ScheduleID string     `json:"schedule_id,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StatusAt   time.Time  `json:"status_at"`
 }
 
 // Run is one run: its summary, and once it has ended its answer, error and
@@ -82,15 +84,18 @@ type RunPage struct {
 
 // Schedule is a schedule as the API shows it.
 type Schedule struct {
-	ScheduleID string              `json:"schedule_id"`
-	Fleet      string              `json:"fleet"`
-	Source     store.Actor         `json:"source"`
-	CreatedBy  string              `json:"created_by,omitempty"`
-	State      store.ScheduleState `json:"state"`
-	Expression string              `json:"expression"`
-	Timezone   string              `json:"timezone"`
-	Message    string              `json:"message"`
-	OneShot    bool                `json:"one_shot"`
+	ScheduleID string `json:"schedule_id"`
+	Fleet      string `json:"fleet"`
+	// Source is who created it: person or fleet (system for agentsfleet's
+	// own).
+	Source    string `json:"source"`
+	CreatedBy string `json:"created_by,omitempty"`
+	// State is active, paused or removing.
+	State      string `json:"state"`
+	Expression string `json:"expression"`
+	Timezone   string `json:"timezone"`
+	Message    string `json:"message"`
+	OneShot    bool   `json:"one_shot"`
 	// SpendCap is the tokens a day its runs may spend (0: no cap);
 	// SpentTokens are what they spent on SpentDay (yyyy-mm-dd in its time
 	// zone). PausedReason says why agentsfleet paused it (the cap), until
@@ -143,11 +148,7 @@ type NewKey struct {
 
 // Ended reports whether the run has ended: succeeded, failed or cancelled.
 func (r RunSummary) Ended() bool {
-	switch r.Status {
-	case store.StatusSucceeded, store.StatusFailed, store.StatusCancelled:
-		return true
-	}
-	return false
+	return r.Status.Terminal()
 }
 
 // StartRequest is POST /v1/fleets/{name}/runs's body.
@@ -172,4 +173,16 @@ type KeyPage struct {
 // SchedulePage is GET /v1/fleets/{name}/schedules.
 type SchedulePage struct {
 	Schedules []Schedule `json:"schedules"`
+}
+
+// SlackRouteRequest is PUT /v1/slack/routes/{channel}'s body.
+type SlackRouteRequest struct {
+	Fleet string `json:"fleet"`
+}
+
+// SlackRoute is a Slack channel's route: the fleet its mentions reach.
+type SlackRoute struct {
+	Channel   string    `json:"channel"`
+	Fleet     string    `json:"fleet"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
