@@ -19,10 +19,10 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/agentsfleet/agentsfleet/shared/api/client"
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"

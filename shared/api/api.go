@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -40,7 +40,7 @@ type Config struct {
 // API is agentsfleet's HTTP API (DESIGN.md §11), one http.Handler for the
 // Lambda behind API Gateway (HandleGateway) and for `agentsfleet dev`
 // (ServeHTTP). Every route but the webhook needs `Authorization: Bearer
-// KEY` with the route's scope (shared/api/scope); the webhook needs the
+// KEY` with the route's scope (shared/scope); the webhook needs the
 // fleet's signature instead. Errors are {"error": {"code", "message"}} with
 // the status of the code (Status); an internal error says only that it
 // happened and its request id, the log says the rest. Safe for concurrent

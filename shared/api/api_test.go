@@ -20,12 +20,12 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/api/apitest"
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )

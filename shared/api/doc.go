@@ -6,10 +6,10 @@
 //
 // It is the one place where product error codes (package fault) become
 // HTTP statuses (Status). Keys are checked against the store (hashed, with
-// scopes: shared/api/scope); a Definition can be applied only by a key
+// scopes: shared/scope); a Definition can be applied only by a key
 // holding every scope its tools need. Runs are recorded and the runner
 // started through start.Run, as every door does. Webhook signatures are
-// shared/api/webhook's; completion callbacks are shared/api/callback's,
+// shared/api/webhook's; completion callbacks are shared/callback's,
 // sent by the runner as a run ends.
 //
 // PUT /v1/slack/routes/{channel} routes a Slack channel to a fleet; Slack's

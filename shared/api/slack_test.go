@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 )
 
 func TestSlackRoutes(t *testing.T) {

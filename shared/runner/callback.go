@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
 )
 
 // deliverCallback sends the ended run's result to its callback_url, signed

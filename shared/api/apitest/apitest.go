@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
@@ -26,6 +25,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/apitest"
 	"github.com/agentsfleet/agentsfleet/shared/api/client"
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 

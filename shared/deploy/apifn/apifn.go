@@ -6,7 +6,7 @@ import (
 	"context"
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
-	"github.com/agentsfleet/agentsfleet/shared/api/callback"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsfleet/agentsfleet/shared/api/scope"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 )
 
 func TestAllHoldsEveryToolScopeOnce(t *testing.T) {
