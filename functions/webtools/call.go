@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 const usage = `usage: webtools call [--hosts h1,h2,...] [--secrets-file FILE] TOOL 'JSON'
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if err := json.Unmarshal([]byte(raw), &obj); err != nil || obj == nil {
 		return bad("the arguments must be a JSON object, such as '{\"url\": \"https://example.com/\"}'")
 	}
-	req := web.Request{Tool: tool, Arguments: json.RawMessage(raw), RunID: "cli"}
+	req := wire.Request{Tool: tool, Arguments: json.RawMessage(raw), RunID: "cli"}
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			req.Hosts = append(req.Hosts, h)

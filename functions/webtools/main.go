@@ -4,7 +4,7 @@
 // function that reads fleet secrets (AWS Secrets Manager).
 //
 // In Lambda (AWS_LAMBDA_RUNTIME_API is set) it serves invocations whose
-// payload is a web.Request and whose response is a tool.Result,
+// payload is a wire.Request and whose response is a tool.Result,
 // {"output": "…", "is_error": false}: web.Service.Invoke, the handler the
 // local stack registers too.
 //

@@ -20,7 +20,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/toolbox"
-	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // toolset is what a run's Definition allows: the tools offered to the
@@ -240,7 +240,7 @@ func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Resul
 			}
 		}
 	}
-	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
+	payload, err := json.Marshal(wire.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
 		Secrets: secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
-	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // A run started from Slack shows its work in its thread: the runner asks
@@ -176,7 +176,7 @@ func (x *execution) scrub(ctx context.Context, text string) (string, error) {
 	if len(x.def.Secrets) == 0 {
 		return text, nil
 	}
-	payload, err := json.Marshal(web.ScrubRequest(x.run.Fleet, x.def.Secrets, text))
+	payload, err := json.Marshal(wire.ScrubRequest(x.run.Fleet, x.def.Secrets, text))
 	if err != nil {
 		return "", err
 	}

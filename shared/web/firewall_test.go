@@ -20,6 +20,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 const (
@@ -122,7 +123,7 @@ func noValues(t *testing.T, where, text string) {
 func TestFirewallFillsAndRedacts(t *testing.T) {
 	t.Parallel()
 	srv, th, svc, f, _ := firewallSetup(t)
-	res := call(t, svc, web.ToolHTTPRequest, map[string]any{
+	res := call(t, svc, wire.ToolHTTPRequest, map[string]any{
 		"method":  "POST",
 		"url":     srv.url("api.example.com", "/reflect?key=«secret:GH_TOKEN»"),
 		"headers": map[string]string{"Authorization": "Bearer «secret:GH_TOKEN»"},
@@ -159,7 +160,7 @@ func TestFirewallRefusesUnlistedHostWithoutReading(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, svc, web.ToolHTTPRequest, tt.args, f)
+			res := call(t, svc, wire.ToolHTTPRequest, tt.args, f)
 			wantError(t, res, tt.want, "Nothing was sent")
 			noValues(t, "the result", res.Output)
 		})
@@ -178,13 +179,13 @@ func TestFirewallRedirectDoesNotCarrySecrets(t *testing.T) {
 	args := map[string]any{"url": srv.url("api.example.com", "/steal"), "headers": map[string]string{"Authorization": "Bearer «secret:GH_TOKEN»"}}
 
 	// evil.example.com unlisted: refused hop.
-	res := call(t, svc, web.ToolHTTPRequest, args, f)
+	res := call(t, svc, wire.ToolHTTPRequest, args, f)
 	noValues(t, "the result", res.Output)
 
 	// evil.example.com listed too: still not followed, because the request
 	// carried secrets that were approved for api.example.com only.
 	both := fleet{hosts: []string{"api.example.com", "evil.example.com"}, secrets: f.secrets}
-	res = call(t, svc, web.ToolHTTPRequest, args, both)
+	res = call(t, svc, wire.ToolHTTPRequest, args, both)
 	wantOK(t, res, "HTTP 302 Found", "not followed: the request carried secrets", "location: https://evil.example.com:"+srv.port()+"/collect?t=«secret:GH_TOKEN»")
 	noValues(t, "the result", res.Output)
 	if got := th.received("evil.example.com"); got != "" {
@@ -192,12 +193,12 @@ func TestFirewallRedirectDoesNotCarrySecrets(t *testing.T) {
 	}
 
 	// A redirect on the same host is followed, with the secret.
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/same"), "headers": map[string]string{"Authorization": "Bearer «secret:GH_TOKEN»"}}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/same"), "headers": map[string]string{"Authorization": "Bearer «secret:GH_TOKEN»"}}, f)
 	wantOK(t, res, "HTTP 200 OK", "[after redirects, from https://api.example.com:"+srv.port()+"/reflect]", "raw: «secret:GH_TOKEN»")
 	noValues(t, "the result", res.Output)
 
 	// Without secrets, redirects to another listed host are followed.
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/steal")}, both)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/steal")}, both)
 	wantOK(t, res, "HTTP 200 OK", "[after redirects, from https://evil.example.com:")
 }
 
@@ -217,7 +218,7 @@ func TestFirewallFillCannotMoveTheRequest(t *testing.T) {
 		"https://api.example.com:" + srv.port() + "«secret:CREDS»",
 		"https://api.example.com«secret:CREDS»:" + srv.port() + "/",
 	} {
-		res := call(t, svc, web.ToolHTTPRequest, map[string]any{"url": u}, f)
+		res := call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": u}, f)
 		wantError(t, res, "Nothing was sent")
 		if strings.Contains(res.Output, "x@evil") {
 			t.Fatalf("the result shows the value: %q", res.Output)
@@ -235,7 +236,7 @@ func TestFirewallErrorsCarryNoValues(t *testing.T) {
 	t.Parallel()
 	srv, _, svc, f, _ := firewallSetup(t)
 	// The server hangs up: Go's error names the URL as sent, secret and all.
-	res := call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/hangup?key=«secret:GH_TOKEN»&p=«secret:DB_PASS»")}, f)
+	res := call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/hangup?key=«secret:GH_TOKEN»&p=«secret:DB_PASS»")}, f)
 	wantError(t, res, "/hangup?key=«secret:GH_TOKEN»")
 	noValues(t, "the error result", res.Output)
 }
@@ -244,9 +245,9 @@ func TestFirewallOtherToolsDoNotFill(t *testing.T) {
 	t.Parallel()
 	srv, th, svc, f, src := firewallSetup(t)
 	f.hosts = append(f.hosts, "www.example.com")
-	wantError(t, call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/x?t=«secret:GH_TOKEN»")}, f), "does not fill secret references")
-	wantError(t, call(t, svc, web.ToolWebFetch, map[string]any{"url": "https://www.example.com/?t=«secret:GH_TOKEN»"}, f), "does not fill secret references")
-	wantError(t, call(t, svc, web.ToolWebSearch, map[string]any{"query": "«secret:GH_TOKEN»"}, f), "not filled in search queries")
+	wantError(t, call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/x?t=«secret:GH_TOKEN»")}, f), "does not fill secret references")
+	wantError(t, call(t, svc, wire.ToolWebFetch, map[string]any{"url": "https://www.example.com/?t=«secret:GH_TOKEN»"}, f), "does not fill secret references")
+	wantError(t, call(t, svc, wire.ToolWebSearch, map[string]any{"query": "«secret:GH_TOKEN»"}, f), "not filled in search queries")
 	if got := th.received("api.example.com") + th.received("www.example.com"); got != "" {
 		t.Fatalf("a server received:\n%s", got)
 	}
@@ -260,14 +261,14 @@ func TestFirewallOtherToolsDoNotFill(t *testing.T) {
 func TestFirewallScreensEveryToolForEverySecret(t *testing.T) {
 	t.Parallel()
 	srv, _, svc, f, _ := firewallSetup(t)
-	res := call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/page")}, f)
+	res := call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/page")}, f)
 	wantOK(t, res, "Someone pasted «secret:UNUSED» and «secret:DB_PASS» here.")
 	noValues(t, "the result", res.Output)
 
 	// If the secrets cannot be read, the output is withheld, not shown
 	// unscreened.
 	broken := fleet{hosts: f.hosts, secrets: map[string]string{"GONE": awstest.UniqueName(t, "never-created")}}
-	res = call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/page")}, broken)
+	res = call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/page")}, broken)
 	wantError(t, res, "withheld")
 	if strings.Contains(res.Output, "Someone pasted") {
 		t.Fatalf("withheld output shows the page: %q", res.Output)

@@ -21,6 +21,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -134,7 +135,7 @@ func call(t *testing.T, svc *web.Service, tool string, args any, f fleet) tool.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Call(context.Background(), web.Request{Tool: tool, Arguments: raw, Hosts: f.hosts, Secrets: f.secrets, RunID: "run_test"})
+	res, err := svc.Call(context.Background(), wire.Request{Tool: tool, Arguments: raw, Hosts: f.hosts, Secrets: f.secrets, RunID: "run_test"})
 	if err != nil {
 		t.Fatalf("%s(%s): Go error %v", tool, raw, err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 //go:embed http_request.txt
@@ -61,7 +62,7 @@ var forbiddenHeaders = []string{"Host", "Content-Length", "Connection", "Transfe
 const maxRequestBody = 1 << 20
 
 var httpRequestSpec = tool.Define[httpRequestArgs](tool.About{
-	Name:        ToolHTTPRequest,
+	Name:        wire.ToolHTTPRequest,
 	Description: httpRequestDescription,
 	Rules: tool.Rules{
 		// Any case and surrounding white space, as models write it.
@@ -102,9 +103,9 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		}
 		return fail("not an absolute http or https URL")
 	}
-	r := route{tool: ToolHTTPRequest, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
+	r := route{tool: wire.ToolHTTPRequest, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
 	if err := r.checkURL(u); err != nil {
-		t.net.log.Warn("web request refused", "tool", ToolHTTPRequest, "run_id", inv.RunID, "host", u.Hostname(), "secret_refs", carriesRefs, "reason", err.Error())
+		t.net.log.Warn("web request refused", "tool", wire.ToolHTTPRequest, "run_id", inv.RunID, "host", u.Hostname(), "secret_refs", carriesRefs, "reason", err.Error())
 		if carriesRefs {
 			return fail("%v. Nothing was sent and no secret was read: secret references are filled only for hosts on the fleet's network host list", err)
 		}
@@ -193,7 +194,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 	client := &http.Client{Transport: t.net.listed, CheckRedirect: r.checkRedirect(pin)}
 	resp, err := client.Do(req)
 	if err != nil {
-		t.net.log.Warn("web request failed", "tool", ToolHTTPRequest, "run_id", inv.RunID, "host", u.Hostname(), "secrets", filled, "error", inv.Secrets.RedactLoaded(err.Error()))
+		t.net.log.Warn("web request failed", "tool", wire.ToolHTTPRequest, "run_id", inv.RunID, "host", u.Hostname(), "secrets", filled, "error", inv.Secrets.RedactLoaded(err.Error()))
 		return fail("%s", t.net.describe(ctx, err))
 	}
 	defer resp.Body.Close()
@@ -201,7 +202,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 	if err != nil {
 		return fail("reading the response: %s", t.net.describe(ctx, err))
 	}
-	t.net.log.Info("web request", "tool", ToolHTTPRequest, "run_id", inv.RunID, "method", method,
+	t.net.log.Info("web request", "tool", wire.ToolHTTPRequest, "run_id", inv.RunID, "method", method,
 		"host", resp.Request.URL.Hostname(), "status", resp.StatusCode, "secrets", filled, "bytes", len(data))
 	return tool.Result{Output: formatResponse(resp, fu, stopped, method, data, cut), IsError: resp.StatusCode >= 400}, nil
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // apiFake is a small JSON API: /echo answers with what it received,
@@ -55,36 +55,36 @@ func TestHTTPRequest(t *testing.T) {
 	svc := newService(t, srv)
 	f := fleet{hosts: []string{"api.example.com"}}
 
-	res := call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/echo?a=1"), "headers": map[string]string{"X-Custom": "yes"}}, f)
+	res := call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/echo?a=1"), "headers": map[string]string{"X-Custom": "yes"}}, f)
 	wantOK(t, res, "HTTP 200 OK\ncontent-type: application/json\n", "x-ratelimit-remaining: 41", "x-request-id: req-7",
 		`"method":"GET"`, `"query":"a=1"`, `"x_custom":"yes"`, `"user_agent":"agentsfleet-http_request/1.0"`)
 	if strings.Contains(res.Output, "session=abc") || strings.Contains(res.Output, "fake/1.0") {
 		t.Fatalf("output shows headers that are not useful: %s", res.Output)
 	}
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"method": "post", "url": srv.url("api.example.com", "/echo"), "body": json.RawMessage(`{"name": "x", "n": 2}`)}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"method": "post", "url": srv.url("api.example.com", "/echo"), "body": json.RawMessage(`{"name": "x", "n": 2}`)}, f)
 	wantOK(t, res, `"method":"POST"`, `"body":"{\"name\":\"x\",\"n\":2}"`, `"content_type":"application/json"`)
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"method": "PUT", "url": srv.url("api.example.com", "/echo"), "body": "plain text", "headers": map[string]string{"Content-Type": "text/plain"}}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"method": "PUT", "url": srv.url("api.example.com", "/echo"), "body": "plain text", "headers": map[string]string{"Content-Type": "text/plain"}}, f)
 	wantOK(t, res, `"method":"PUT"`, `"body":"plain text"`, `"content_type":"text/plain"`)
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/status/429")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/status/429")}, f)
 	wantError(t, res, "HTTP 429 Too Many Requests", "retry-after: 30", "status 429 body")
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/status/204")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/status/204")}, f)
 	wantOK(t, res, "HTTP 204 No Content", "[empty body]")
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"method": "HEAD", "url": srv.url("api.example.com", "/echo")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"method": "HEAD", "url": srv.url("api.example.com", "/echo")}, f)
 	wantOK(t, res, "HTTP 200 OK")
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/big")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/big")}, f)
 	wantOK(t, res, "[body cut at 1 MiB: the response was longer]")
 	if len(res.Output) > 1<<20+1024 {
 		t.Fatalf("output is %d bytes, want at most 1 MiB of body", len(res.Output))
 	}
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/bin")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/bin")}, f)
 	wantOK(t, res, "[binary body: 7 bytes of application/zip, not shown]")
 
-	res = call(t, svc, web.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/to?u=/echo")}, f)
+	res = call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": srv.url("api.example.com", "/to?u=/echo")}, f)
 	wantOK(t, res, "[after redirects, from https://api.example.com:"+srv.port()+"/echo]")
 }
 
@@ -108,7 +108,7 @@ func TestHTTPRequestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.args["url"]), func(t *testing.T) {
 			t.Parallel()
-			wantError(t, call(t, svc, web.ToolHTTPRequest, tt.args, f), "refused", tt.want)
+			wantError(t, call(t, svc, wire.ToolHTTPRequest, tt.args, f), "refused", tt.want)
 		})
 	}
 	t.Cleanup(func() { // after the parallel subtests
@@ -138,7 +138,7 @@ func TestHTTPRequestArguments(t *testing.T) {
 		{map[string]any{"url": u, "timeout": 3}, `unknown argument "timeout"`},
 	}
 	for _, tt := range tests {
-		wantError(t, call(t, svc, web.ToolHTTPRequest, tt.args, f), tt.want)
+		wantError(t, call(t, svc, wire.ToolHTTPRequest, tt.args, f), tt.want)
 	}
 	if n := srv.hitsFor("api.example.com"); n != 0 {
 		t.Errorf("invalid requests reached the server %d times", n)
@@ -166,11 +166,11 @@ func TestHTTPRequestArgumentWording(t *testing.T) {
 		// Checks made after decoding keep their own words.
 		{map[string]any{"url": u, "headers": map[string]any{"Bad Name": "x"}}, `http_request GET ` + u + `: "Bad Name" is not a valid header name`},
 	} {
-		wantText(t, call(t, svc, web.ToolHTTPRequest, tt.args, f), tt.want)
+		wantText(t, call(t, svc, wire.ToolHTTPRequest, tt.args, f), tt.want)
 	}
 	// The method is read in any case, around white space.
 	for _, m := range []string{"post", " Post ", "POST"} {
-		wantOK(t, call(t, svc, web.ToolHTTPRequest, map[string]any{"url": u, "method": m}, f), `"method":"POST"`)
+		wantOK(t, call(t, svc, wire.ToolHTTPRequest, map[string]any{"url": u, "method": m}, f), `"method":"POST"`)
 	}
 	if n := srv.hitsFor("api.example.com"); n != 3 {
 		t.Errorf("the server got %d requests, want the 3 valid ones", n)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 //go:embed pushover.txt
@@ -60,7 +61,7 @@ type pushoverArgs struct {
 }
 
 var pushoverSpec = tool.Define[pushoverArgs](tool.About{
-	Name:        ToolPushover,
+	Name:        wire.ToolPushover,
 	Description: pushoverDescription,
 	Rules: tool.Rules{
 		"message":  tool.NotBlank().MaxLen(maxPushoverMessage),
@@ -110,7 +111,7 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("pushover endpoint %q: %w", t.endpoint, err)
 	}
-	r := route{tool: ToolPushover, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: 0}
+	r := route{tool: wire.ToolPushover, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: 0}
 	if err := r.checkURL(u); err != nil {
 		return tool.Errorf("pushover: %v. Add %s to the fleet's network host list to send notifications. Nothing was sent", err, u.Hostname()), nil
 	}
@@ -160,7 +161,7 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 	if err != nil {
 		return tool.Errorf("pushover: reading Pushover's answer: %s", t.net.describe(ctx, err)), nil
 	}
-	t.net.log.Info("web request", "tool", ToolPushover, "run_id", inv.RunID, "host", u.Hostname(), "status", resp.StatusCode,
+	t.net.log.Info("web request", "tool", wire.ToolPushover, "run_id", inv.RunID, "host", u.Hostname(), "status", resp.StatusCode,
 		"secrets", []string{PushoverTokenSecret, PushoverUserSecret})
 	var answer struct {
 		Status  int      `json:"status"`

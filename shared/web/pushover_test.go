@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 const (
@@ -73,13 +74,13 @@ func TestPushover(t *testing.T) {
 		secrets: map[string]string{web.PushoverTokenSecret: "po/token", web.PushoverUserSecret: "po/user"},
 	}
 
-	res := call(t, svc, web.ToolPushover, map[string]any{"message": "deploy done", "title": "CI", "priority": 1, "url": "https://ci.example.org/run/9"}, f)
+	res := call(t, svc, wire.ToolPushover, map[string]any{"message": "deploy done", "title": "CI", "priority": 1, "url": "https://ci.example.org/run/9"}, f)
 	wantOK(t, res, "Notification sent (Pushover request 647d2300-702c-4b38-8b2f-d56326ae460b).")
 	got := fake.form()
 	if got["token"] != pushToken || got["user"] != pushUser || got["message"] != "deploy done" || got["title"] != "CI" || got["priority"] != "1" || got["url"] != "https://ci.example.org/run/9" {
 		t.Fatalf("Pushover got form %v", got)
 	}
-	res = call(t, svc, web.ToolPushover, map[string]any{"message": "pager", "priority": 2}, f)
+	res = call(t, svc, wire.ToolPushover, map[string]any{"message": "pager", "priority": 2}, f)
 	wantOK(t, res, "Emergency receipt rcpt-1")
 	if got := fake.form(); got["retry"] != "60" || got["expire"] != "3600" {
 		t.Fatalf("emergency priority sent %v, want retry and expire", got)
@@ -87,7 +88,7 @@ func TestPushover(t *testing.T) {
 
 	// A rejected key comes back as an error, the echoed key screened.
 	wrong := fleet{hosts: f.hosts, secrets: map[string]string{web.PushoverTokenSecret: "po/token", web.PushoverUserSecret: "po/wrong-user"}}
-	res = call(t, svc, web.ToolPushover, map[string]any{"message": "x"}, wrong)
+	res = call(t, svc, wire.ToolPushover, map[string]any{"message": "x"}, wrong)
 	wantError(t, res, "not sent", "HTTP 400", "user identifier «secret:PUSHOVER_USER» is not a valid user")
 	if strings.Contains(res.Output, "uWRONG") {
 		t.Fatalf("output leaks the user key: %q", res.Output)
@@ -119,7 +120,7 @@ func TestPushoverRefusals(t *testing.T) {
 		{"reference", map[string]any{"message": "token is «secret:PUSHOVER_TOKEN»"}, fleet{hosts: []string{"pushover.example.com"}, secrets: both}, "not filled in notifications"},
 	}
 	for _, tt := range tests {
-		wantError(t, call(t, svc, web.ToolPushover, tt.args, tt.f), tt.want)
+		wantError(t, call(t, svc, wire.ToolPushover, tt.args, tt.f), tt.want)
 	}
 	if n := srv.hitsFor("pushover.example.com"); n != 0 {
 		t.Errorf("refused notifications reached Pushover %d times", n)
@@ -147,7 +148,7 @@ func TestPushoverArgumentWording(t *testing.T) {
 		// A check made after decoding keeps its own words.
 		{`{"message":"token «secret:PUSHOVER_TOKEN»"}`, `pushover: refused: secret references are not filled in notifications, which leave agentsfleet`},
 	} {
-		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolPushover, Arguments: json.RawMessage(tt.args)})
+		res, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolPushover, Arguments: json.RawMessage(tt.args)})
 		if err != nil || !res.IsError || res.Output != tt.want {
 			t.Errorf("pushover(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // TestScrub: the scrub request answers the text with every value of the
@@ -24,7 +25,7 @@ func TestScrub(t *testing.T) {
 	text := "check the repo with " + ghToken + ", then log in as admin:" + url.QueryEscape(dbPass) +
 		" (or " + base64.StdEncoding.EncodeToString([]byte(ghToken)) + "); «secret:GH_TOKEN» stays"
 	want := "check the repo with «secret:GH_TOKEN», then log in as admin:«secret:DB_PASS» (or «secret:GH_TOKEN»); «secret:GH_TOKEN» stays"
-	payload, _ := json.Marshal(web.ScrubRequest("acme", ids, text))
+	payload, _ := json.Marshal(wire.ScrubRequest("acme", ids, text))
 	out, err := svc.Invoke(t.Context(), payload)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestScrub(t *testing.T) {
 
 	// No secrets: the text as it is, nothing read.
 	before := src.count()
-	got, err := svc.Call(t.Context(), web.ScrubRequest("acme", nil, text))
+	got, err := svc.Call(t.Context(), wire.ScrubRequest("acme", nil, text))
 	if err != nil || got.Output != text || src.count() != before {
 		t.Fatalf("scrub without secrets = %+v, %v (reads %d → %d)", got, err, before, src.count())
 	}
@@ -55,14 +56,14 @@ func TestScrubRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range []string{`{}`, `{"text": 3}`, `[]`, ``} {
-		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolScrub, Arguments: json.RawMessage(args)})
+		res, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolScrub, Arguments: json.RawMessage(args)})
 		if err != nil || !res.IsError || !strings.Contains(res.Output, `{"text": "…"}`) {
 			t.Errorf("scrub(%s) = %+v, %v; want an error result", args, res, err)
 		}
 	}
 	// A secret that cannot be read: an error answer naming it, and none
 	// of the text comes back.
-	res, err := svc.Call(t.Context(), web.ScrubRequest("acme", map[string]string{"GONE": "no/such/secret"}, "the text"))
+	res, err := svc.Call(t.Context(), wire.ScrubRequest("acme", map[string]string{"GONE": "no/such/secret"}, "the text"))
 	if err != nil || !res.IsError || !strings.Contains(res.Output, "GONE") || strings.Contains(res.Output, "the text") {
 		t.Fatalf("scrub with an unreadable secret = %+v, %v; want an error answer naming GONE, without the text", res, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // Config is what a Service needs. Every zero field has the production
@@ -95,7 +96,7 @@ func NewService(cfg Config) (*Service, error) {
 	n := newNetwork(cfg)
 	backend, err := search.New(cfg.Search, &http.Client{
 		Transport:     n.public,
-		CheckRedirect: route{tool: ToolWebSearch, maxRedirects: maxRedirects}.checkRedirect(nil),
+		CheckRedirect: route{tool: wire.ToolWebSearch, maxRedirects: maxRedirects}.checkRedirect(nil),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web tools: %w", err)
@@ -146,8 +147,8 @@ func Specs() []tool.Spec {
 // screened for the secrets it read, and reads no other. A Go error (broken
 // environment, or a host list the Definition should never have held) has
 // its message screened too.
-func (s *Service) Call(ctx context.Context, req Request) (tool.Result, error) {
-	if req.Tool == ToolScrub {
+func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, error) {
+	if req.Tool == wire.ToolScrub {
 		return s.scrub(ctx, req)
 	}
 	t, ok := s.tools[req.Tool]

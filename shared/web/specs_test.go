@@ -14,6 +14,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/tool/tooltest"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/descriptions from the rendered descriptions")
@@ -113,9 +114,9 @@ func TestToolsOutsideCallReachNoListedHost(t *testing.T) {
 		byName[tl.Name()] = tl
 	}
 	for name, tt := range map[string]struct{ args, want string }{
-		web.ToolWebFetchTLS: {`{"url":"https://api.example.com/"}`, "web_fetch https://api.example.com/: refused: host api.example.com is not in the fleet's network host list"},
-		web.ToolHTTPRequest: {`{"url":"https://api.example.com/?t=«secret:TOKEN»"}`, "http_request GET https://api.example.com/?t=«secret:TOKEN»: refused: host api.example.com is not in the fleet's network host list. Nothing was sent and no secret was read: secret references are filled only for hosts on the fleet's network host list"},
-		web.ToolPushover:    {`{"message":"x"}`, "pushover: refused: host pushover.example.com is not in the fleet's network host list. Add pushover.example.com to the fleet's network host list to send notifications. Nothing was sent"},
+		wire.ToolWebFetchTLS: {`{"url":"https://api.example.com/"}`, "web_fetch https://api.example.com/: refused: host api.example.com is not in the fleet's network host list"},
+		wire.ToolHTTPRequest: {`{"url":"https://api.example.com/?t=«secret:TOKEN»"}`, "http_request GET https://api.example.com/?t=«secret:TOKEN»: refused: host api.example.com is not in the fleet's network host list. Nothing was sent and no secret was read: secret references are filled only for hosts on the fleet's network host list"},
+		wire.ToolPushover:    {`{"message":"x"}`, "pushover: refused: host pushover.example.com is not in the fleet's network host list. Add pushover.example.com to the fleet's network host list to send notifications. Nothing was sent"},
 	} {
 		res, err := byName[name].Run(t.Context(), json.RawMessage(tt.args))
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 //go:embed web_fetch.txt
@@ -16,7 +17,7 @@ type webFetchTLSArgs struct {
 }
 
 var webFetchTLSSpec = tool.Define[webFetchTLSArgs](tool.About{
-	Name:        ToolWebFetchTLS,
+	Name:        wire.ToolWebFetchTLS,
 	Description: webFetchTLSDescription,
 	Values:      figures(nil),
 })
@@ -40,10 +41,10 @@ func (t *webFetchTLS) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		return res, nil
 	}
 	inv := invocationFrom(ctx)
-	r := route{tool: ToolWebFetchTLS, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
+	r := route{tool: wire.ToolWebFetchTLS, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
 	p, failed := t.net.fetchPage(ctx, r, t.net.listed, args.URL, maxRespBytes)
 	if failed != nil {
 		return *failed, nil
 	}
-	return p.result(ToolWebFetchTLS, respCap), nil
+	return p.result(wire.ToolWebFetchTLS, respCap), nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 func TestWebFetchTLS(t *testing.T) {
@@ -27,7 +28,7 @@ func TestWebFetchTLS(t *testing.T) {
 	svc := newService(t, srv)
 	listed := fleet{hosts: []string{"https://api.example.com:443/repos", "internal.example.com", "www.example.com"}}
 
-	res := call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/doc")}, listed)
+	res := call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/doc")}, listed)
 	wantOK(t, res, "<web_content source=\"https://api.example.com:"+srv.port()+"/doc\">", "Restart the worker with care.")
 
 	tests := []struct {
@@ -44,27 +45,27 @@ func TestWebFetchTLS(t *testing.T) {
 		{srv.url("api.example.com", "/doc?t=«secret:TOKEN»"), "does not fill secret references"},
 	}
 	for _, tt := range tests {
-		wantError(t, call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": tt.url}, listed), "refused", tt.want)
+		wantError(t, call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": tt.url}, listed), "refused", tt.want)
 	}
 	if n := srv.hitsFor("evil.example.com"); n != 0 {
 		t.Errorf("unlisted host got %d requests, want 0", n)
 	}
 
-	res = call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/big")}, listed)
+	res = call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/big")}, listed)
 	wantOK(t, res, "[cut: the page is larger than 1 MiB")
 	if len(res.Output) > 1<<20+1024 {
 		t.Fatalf("output is %d bytes, want at most 1 MiB of page", len(res.Output))
 	}
 
 	// No host list, nothing allowed.
-	wantError(t, call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/doc")}, fleet{}), "not in the fleet's network host list")
+	wantError(t, call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/doc")}, fleet{}), "not in the fleet's network host list")
 }
 
 func TestWebFetchTLSChecksCertificates(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
 	svc := newService(t, srv, func(c *web.Config) { c.RootCAs = nil }) // system roots do not know the test CA
-	res := call(t, svc, web.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/")}, fleet{hosts: []string{"api.example.com"}})
+	res := call(t, svc, wire.ToolWebFetchTLS, map[string]any{"url": srv.url("api.example.com", "/")}, fleet{hosts: []string{"api.example.com"}})
 	wantError(t, res, "TLS certificate")
 }
 
@@ -79,7 +80,7 @@ func TestWebFetchTLSArgumentWording(t *testing.T) {
 		{`{}`, `web_fetch: argument "url" is required`},
 		{`{"url":"https://api.example.com/","depth":2}`, `web_fetch: unknown argument "depth"; the arguments are url`},
 	} {
-		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebFetchTLS, Arguments: json.RawMessage(tt.args), Hosts: []string{"api.example.com"}})
+		res, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolWebFetchTLS, Arguments: json.RawMessage(tt.args), Hosts: []string{"api.example.com"}})
 		if err != nil || !res.IsError || res.Output != tt.want {
 			t.Errorf("web_fetch(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
 		}

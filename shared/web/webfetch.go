@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 //go:embed webfetch.txt
@@ -16,7 +17,7 @@ type webfetchArgs struct {
 }
 
 var webfetchSpec = tool.Define[webfetchArgs](tool.About{
-	Name:        ToolWebFetch,
+	Name:        wire.ToolWebFetch,
 	Description: webfetchDescription,
 	Values:      figures(nil),
 })
@@ -39,10 +40,10 @@ func (t *webfetch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 	if !ok {
 		return res, nil
 	}
-	r := route{tool: ToolWebFetch, maxRedirects: maxRedirects}
+	r := route{tool: wire.ToolWebFetch, maxRedirects: maxRedirects}
 	p, failed := t.net.fetchPage(ctx, r, t.net.public, args.URL, maxPageBytes)
 	if failed != nil {
 		return *failed, nil
 	}
-	return p.result(ToolWebFetch, pageCap), nil
+	return p.result(wire.ToolWebFetch, pageCap), nil
 }

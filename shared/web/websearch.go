@@ -12,6 +12,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 //go:embed websearch.txt
@@ -29,7 +30,7 @@ type websearchArgs struct {
 }
 
 var websearchSpec = tool.Define[websearchArgs](tool.About{
-	Name:        ToolWebSearch,
+	Name:        wire.ToolWebSearch,
 	Description: websearchDescription,
 	Rules: tool.Rules{
 		"query": tool.NotBlank(),

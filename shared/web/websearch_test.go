@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/web"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // searchFakes serves both backends' APIs on one server: SearXNG at
@@ -55,20 +56,20 @@ func TestWebSearchSearXNG(t *testing.T) {
 	svc := newService(t, srv, func(c *web.Config) {
 		c.Search = search.Config{Kind: search.KindSearXNG, URL: srv.url("search.example.com", "/")}
 	})
-	res := call(t, svc, web.ToolWebSearch, map[string]any{"query": "tidal power"}, fleet{})
+	res := call(t, svc, wire.ToolWebSearch, map[string]any{"query": "tidal power"}, fleet{})
 	wantOK(t, res, "<web_content source=\"websearch: tidal power\">\n[Untrusted text from the web:",
 		"1. Searx hit 1\n   https://s1.example.org/\n   about tidal power", "8. Searx hit 8")
 	if strings.Contains(res.Output, "Searx hit 9") {
 		t.Fatalf("default max_results is 8, got more:\n%s", res.Output)
 	}
-	res = call(t, svc, web.ToolWebSearch, map[string]any{"query": "tidal power", "max_results": 2}, fleet{})
+	res = call(t, svc, wire.ToolWebSearch, map[string]any{"query": "tidal power", "max_results": 2}, fleet{})
 	if strings.Contains(res.Output, "Searx hit 3") || !strings.Contains(res.Output, "Searx hit 2") {
 		t.Fatalf("max_results 2 gave:\n%s", res.Output)
 	}
-	res = call(t, svc, web.ToolWebSearch, map[string]any{"query": "nothing"}, fleet{})
+	res = call(t, svc, wire.ToolWebSearch, map[string]any{"query": "nothing"}, fleet{})
 	wantOK(t, res, "found no results")
 
-	res = call(t, svc, web.ToolWebSearch, map[string]any{"query": "fail"}, fleet{})
+	res = call(t, svc, wire.ToolWebSearch, map[string]any{"query": "fail"}, fleet{})
 	wantError(t, res, "websearch failed", "SearXNG answered HTTP 500", "does not mean that nothing exists")
 	if strings.Contains(res.Output, "no results") {
 		t.Fatalf("a failed search reads like an empty one: %q", res.Output)
@@ -81,9 +82,9 @@ func TestWebSearchBrave(t *testing.T) {
 	svc := newService(t, srv, func(c *web.Config) {
 		c.Search = search.Config{Kind: search.KindBrave, URL: srv.url("search.example.com", "/res/v1/web/search"), APIKey: "brave-key"}
 	})
-	res := call(t, svc, web.ToolWebSearch, map[string]any{"query": "ferries", "max_results": 20}, fleet{})
+	res := call(t, svc, wire.ToolWebSearch, map[string]any{"query": "ferries", "max_results": 20}, fleet{})
 	wantOK(t, res, "1. Brave hit 1\n   https://b1.example.org/\n   snippet for ferries", "3. Brave hit 3")
-	res = call(t, svc, web.ToolWebSearch, map[string]any{"query": "fail"}, fleet{})
+	res = call(t, svc, wire.ToolWebSearch, map[string]any{"query": "fail"}, fleet{})
 	wantError(t, res, "Brave Search answered HTTP 500", "does not mean that nothing exists")
 }
 
@@ -112,7 +113,7 @@ func TestWebSearchFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			svc := newService(t, srv, func(c *web.Config) { c.Search = tt.search })
-			wantError(t, call(t, svc, web.ToolWebSearch, tt.args, fleet{}), tt.want...)
+			wantError(t, call(t, svc, wire.ToolWebSearch, tt.args, fleet{}), tt.want...)
 		})
 	}
 }
@@ -133,7 +134,7 @@ func TestWebSearchArgumentWording(t *testing.T) {
 		{`{"query":"x","max_results":"8"}`, `websearch: argument "max_results" must be an integer, not a string`},
 		{`{"query":"x","lang":"en"}`, `websearch: unknown argument "lang"; the arguments are query and max_results`},
 	} {
-		res, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebSearch, Arguments: json.RawMessage(tt.args)})
+		res, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolWebSearch, Arguments: json.RawMessage(tt.args)})
 		if err != nil || !res.IsError || res.Output != tt.want {
 			t.Errorf("websearch(%s) = %q, %v; want the error result %q", tt.args, res.Output, err, tt.want)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // The sample invocation payload in events/ round-trips through Request.
@@ -18,13 +19,13 @@ func TestRequestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var req web.Request
+	var req wire.Request
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		t.Fatal(err)
 	}
-	if req.Tool != web.ToolHTTPRequest || req.RunID == "" || req.Fleet != "acme-triage" ||
+	if req.Tool != wire.ToolHTTPRequest || req.RunID == "" || req.Fleet != "acme-triage" ||
 		req.Secrets["GITHUB_TOKEN"] != "agentsfleet/acme-triage/github-token" || len(req.Hosts) != 2 {
 		t.Fatalf("decoded %+v", req)
 	}
@@ -50,11 +51,11 @@ func TestCallUnknownToolAndBadHostList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Call(t.Context(), web.Request{Tool: "bash"})
+	res, err := svc.Call(t.Context(), wire.Request{Tool: "bash"})
 	if err != nil || !res.IsError || res.Output != `unknown web tool "bash": the web tools are webfetch, websearch, web_fetch, http_request, pushover` {
 		t.Fatalf("Call(bash) = %+v, %v", res, err)
 	}
-	if _, err := svc.Call(t.Context(), web.Request{Tool: web.ToolWebFetchTLS, Hosts: []string{"*.com"}}); err == nil {
+	if _, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolWebFetchTLS, Hosts: []string{"*.com"}}); err == nil {
 		t.Fatal("a host list entry *.com was accepted")
 	}
 }

@@ -52,7 +52,7 @@ type Schedules interface {
 var _ Schedules = (*eventbridge.Scheduler)(nil)
 
 // Target receives a firing schedule's Input, as the schedule function
-// receives Scheduler's invocation. ScheduledTime(ctx) is the due time.
+// receives Scheduler's invocation. eventbridge.ScheduledTime(ctx) is the due time.
 type Target func(ctx context.Context, input []byte) error
 
 // Options tune a Clock; the zero Options are the defaults.
@@ -246,7 +246,7 @@ func (c *Clock) fire(ctx context.Context, sc eventbridge.Schedule, expr schedule
 	defer c.wg.Done()
 	log := c.opt.Logger.With("schedule", sc.Name, "due", due)
 	input := contextAttributes(sc.Input, sc.ARN, due)
-	if err := c.target(context.WithValue(ctx, dueKey{}, due), input); err != nil {
+	if err := c.target(eventbridge.WithScheduledTime(ctx, due), input); err != nil {
 		log.Error("schedule clock: target failed; not retried", "err", err)
 	} else {
 		log.Info("schedule clock: fired")
@@ -259,14 +259,6 @@ func (c *Clock) fire(ctx context.Context, sc eventbridge.Schedule, expr schedule
 			log.Error("schedule clock: delete a completed at() schedule", "err", err)
 		}
 	}
-}
-
-type dueKey struct{}
-
-// ScheduledTime returns the due time of the firing whose target got ctx.
-func ScheduledTime(ctx context.Context) (time.Time, bool) {
-	t, ok := ctx.Value(dueKey{}).(time.Time)
-	return t, ok
 }
 
 // contextAttributes replaces Scheduler's context attribute keywords in an

@@ -63,7 +63,7 @@ type recorder struct {
 func newRecorder() *recorder { return &recorder{ch: make(chan firing, 100)} }
 
 func (r *recorder) target(ctx context.Context, input []byte) error {
-	due, _ := clock.ScheduledTime(ctx)
+	due, _ := eventbridge.ScheduledTime(ctx)
 	r.ch <- firing{string(input), due}
 	return r.err
 }

@@ -74,6 +74,21 @@ type Payload struct {
 // of the invocation, replaced in the target's Input.
 const ScheduledTimeAttribute = "<aws.scheduler.scheduled-time>"
 
+type dueKey struct{}
+
+// WithScheduledTime returns ctx carrying the due time of the firing it
+// delivers: the local clock's way of telling the target what Scheduler
+// tells it through ScheduledTimeAttribute.
+func WithScheduledTime(ctx context.Context, due time.Time) context.Context {
+	return context.WithValue(ctx, dueKey{}, due)
+}
+
+// ScheduledTime returns the due time WithScheduledTime put in ctx.
+func ScheduledTime(ctx context.Context) (time.Time, bool) {
+	t, ok := ctx.Value(dueKey{}).(time.Time)
+	return t, ok
+}
+
 // Marshal returns the payload's JSON. '<' and '>' stay as they are (no
 // HTML escaping), so that Scheduler sees its context attributes.
 func (p Payload) Marshal() []byte {

@@ -17,10 +17,9 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/schedule"
-	"github.com/agentsfleet/agentsfleet/shared/schedule/clock"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/eventbridge"
 	"github.com/agentsfleet/agentsfleet/shared/store"
-	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
 // Scheduler is where the schedules are registered: the deployment's
@@ -427,7 +426,7 @@ func (k *Keeper) scheduledTime(ctx context.Context, p eventbridge.Payload) time.
 		}
 		k.log.Warn("schedule payload: scheduled_time is not RFC 3339", "scheduled_time", p.ScheduledTime)
 	}
-	if t, ok := clock.ScheduledTime(ctx); ok {
+	if t, ok := eventbridge.ScheduledTime(ctx); ok {
 		return t.UTC().Truncate(time.Second)
 	}
 	return k.now().UTC().Truncate(time.Minute)
@@ -602,7 +601,7 @@ func (k *Keeper) RunEnded(ctx context.Context, run store.Run) error {
 // WebtoolsScrub is Config.Scrub over the webtools function: it reads the
 // secrets the fleet's current Definition declares and asks webtools (the
 // only function that reads their values) to replace them in text
-// (web.ToolScrub).
+// (wire.ToolScrub).
 func WebtoolsScrub(st *store.Store, inv invoke.Invoker) func(ctx context.Context, fleet, text string) (string, error) {
 	return func(ctx context.Context, name, text string) (string, error) {
 		rev, err := st.CurrentRevision(ctx, name)
@@ -616,7 +615,7 @@ func WebtoolsScrub(st *store.Store, inv invoke.Invoker) func(ctx context.Context
 		if len(def.Secrets) == 0 {
 			return text, nil
 		}
-		payload, err := json.Marshal(web.ScrubRequest(name, def.Secrets, text))
+		payload, err := json.Marshal(wire.ScrubRequest(name, def.Secrets, text))
 		if err != nil {
 			return "", err
 		}

@@ -1,0 +1,75 @@
+// Package wire is the webtools function's payload: the Request the
+// runner (and the schedule function, to scrub a message) sends it, whose
+// answer is a tool.Result. It imports nothing heavy, so that its callers do
+// not link the web tools' HTML stack.
+package wire
+
+import "encoding/json"
+
+// Request is one web tool call, as the runner sends it to the webtools λ
+// (the Lambda invocation payload) and as local callers pass it to
+// web.Service.Call. With tool.Result, the λ's response payload
+// ({"output": "…", "is_error": false}), it is the only wire shape of the
+// webtools λ:
+//
+//	{"tool": "http_request",
+//	 "arguments": {"method": "GET", "url": "https://api.github.com/user",
+//	               "headers": {"Authorization": "Bearer «secret:GITHUB_TOKEN»"}},
+//	 "hosts": ["api.github.com", "https://hooks.slack.com/services"],
+//	 "secrets": {"GITHUB_TOKEN": "agentsfleet/acme/github-token"},
+//	 "run_id": "run_01J…", "fleet": "acme-triage"}
+type Request struct {
+	// Tool is the tool name: webfetch, websearch, web_fetch, http_request
+	// or pushover; or ToolScrub ("scrub"), which sends nothing and answers
+	// Arguments' text with the values of Secrets replaced by «secret:NAME»
+	// (see ToolScrub).
+	Tool string `json:"tool"`
+	// Arguments is the model's JSON arguments object, passed through as is.
+	Arguments json.RawMessage `json:"arguments"`
+	// Hosts is the fleet's network host list from its Definition: host
+	// names or URLs, of which only the host counts (any port).
+	Hosts []string `json:"hosts,omitempty"`
+	// Secrets maps the fleet's secret names (as in «secret:NAME») to AWS
+	// Secrets Manager secret ids (names or ARNs). Never values.
+	Secrets map[string]string `json:"secrets,omitempty"`
+	// RunID and Fleet identify the call in logs.
+	RunID string `json:"run_id,omitempty"`
+	Fleet string `json:"fleet,omitempty"`
+}
+
+// Tool names.
+const (
+	ToolWebFetch    = "webfetch"
+	ToolWebSearch   = "websearch"
+	ToolWebFetchTLS = "web_fetch"
+	ToolHTTPRequest = "http_request"
+	ToolPushover    = "pushover"
+)
+
+// ToolScrub is the one Request.Tool that is not a model's tool: it sends
+// nothing anywhere. Given the fleet's Secrets and {"text": "…"} as
+// Arguments, it answers the text with every value of those secrets (and the
+// encodings secret.Set.Redact lists) replaced by «secret:NAME». The
+// schedules use it: a schedule's message is scrubbed before it is saved,
+// because only this function reads secret values.
+//
+//	{"tool": "scrub", "arguments": {"text": "call with sk-123"},
+//	 "secrets": {"API_KEY": "agentsfleet/acme/api-key"}, "fleet": "acme"}
+//	→ {"output": "call with «secret:API_KEY»", "is_error": false}
+//
+// Arguments that are not {"text": string} get an error Result. When a
+// secret cannot be read the call is a Go error and no text comes back: the
+// caller must not save text that could not be screened.
+const ToolScrub = "scrub"
+
+// ScrubArgs are ToolScrub's arguments.
+type ScrubArgs struct {
+	Text string `json:"text"`
+}
+
+// ScrubRequest is the Request scrubbing text of a fleet whose secrets map
+// names to Secrets Manager ids.
+func ScrubRequest(fleet string, secrets map[string]string, text string) Request {
+	args, _ := json.Marshal(ScrubArgs{Text: text}) // a string: cannot fail
+	return Request{Tool: ToolScrub, Arguments: args, Secrets: secrets, Fleet: fleet}
+}
