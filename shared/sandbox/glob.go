@@ -3,6 +3,7 @@ package sandbox
 import (
 	_ "embed"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -11,8 +12,8 @@ var globText string
 
 // The limits of glob, from the built-in tools page.
 const (
-	GlobDefaultResults = 200
-	GlobMaxResults     = 2000
+	GlobDefaultResults = limit.GlobDefaultResults
+	GlobMaxResults     = limit.GlobMaxResults
 )
 
 // GlobArgs are glob's arguments.

@@ -3,6 +3,7 @@ package sandbox
 import (
 	_ "embed"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -11,9 +12,9 @@ var grepText string
 
 // The limits of grep, from the built-in tools page.
 const (
-	GrepDefaultResults = 100
-	GrepMaxResults     = 1000
-	GrepMaxColumns     = 400 // characters kept of each path:line:text line
+	GrepDefaultResults = limit.GrepDefaultResults
+	GrepMaxResults     = limit.GrepMaxResults
+	GrepMaxColumns     = limit.GrepColumns // characters kept of each path:line:text line
 )
 
 // GrepArgs are grep's arguments.

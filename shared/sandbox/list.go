@@ -3,6 +3,7 @@ package sandbox
 import (
 	_ "embed"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -11,7 +12,7 @@ var listText string
 
 // ListMaxEntries is how many entries list shows, from the built-in tools
 // page.
-const ListMaxEntries = 500
+const ListMaxEntries = limit.ListEntries
 
 // ListArgs are list's arguments.
 type ListArgs struct {

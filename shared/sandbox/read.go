@@ -3,6 +3,7 @@ package sandbox
 import (
 	_ "embed"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -11,9 +12,9 @@ var readText string
 
 // The limits of read, from the built-in tools page.
 const (
-	ReadDefaultLimit = 400  // lines returned when limit is not given
-	ReadMaxLimit     = 2000 // a larger limit reads this many lines
-	ReadMaxLineChars = 4000 // characters kept of one line
+	ReadDefaultLimit = limit.ReadDefaultLines // lines returned when limit is not given
+	ReadMaxLimit     = limit.ReadMaxLines     // a larger limit reads this many lines
+	ReadMaxLineChars = limit.ReadLineChars    // characters kept of one line
 )
 
 // ReadArgs are read's arguments.

@@ -15,15 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // Limits from the spec.
 const (
-	maxRedirects = 5       // every web tool
-	maxPageBytes = 4 << 20 // webfetch and websearch: 4 MB
-	maxRespBytes = 1 << 20 // web_fetch, http_request, pushover: 1 MiB
+	maxRedirects = limit.WebRedirects     // every web tool
+	maxPageBytes = limit.WebPageBytes     // webfetch and websearch: 4 MB
+	maxRespBytes = limit.WebResponseBytes // web_fetch, http_request, pushover: 1 MiB
 )
 
 // pageCap and respCap say maxPageBytes and maxRespBytes as the descriptions

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
@@ -53,7 +54,7 @@ type Config struct {
 }
 
 // DefaultTimeout is a web tool call's time limit.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = limit.WebTimeout
 
 // invocation is what one call knows about its fleet. Service.Call puts it
 // in the context of the tool's Run; a tool reads it with invocationFrom.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
@@ -19,8 +20,8 @@ import (
 var websearchDescription string
 
 const (
-	defaultSearchResults = 8
-	maxSearchResults     = 20
+	defaultSearchResults = limit.WebSearchDefault
+	maxSearchResults     = limit.WebSearchMax
 	notNothing           = "A failed search does not mean that nothing exists: try again, rephrase the query, or fetch a page you know with webfetch."
 )
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
@@ -16,10 +17,10 @@ var messageDescription string
 // The limits of message beside store.MaxMessageLines.
 const (
 	// MaxMessageBytes is the longest line message posts, in bytes of UTF-8.
-	MaxMessageBytes = 4096
+	MaxMessageBytes = limit.MessageBytes
 	// MessageDeliveryTimeout is how long message waits for Slack to take a
 	// line; a line not taken by then is reported as not delivered.
-	MessageDeliveryTimeout = 12 * time.Second
+	MessageDeliveryTimeout = limit.MessageDeliveryTimeout
 )
 
 // MessageArgs are message's arguments.
