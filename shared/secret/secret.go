@@ -12,6 +12,7 @@
 package secret
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -250,7 +251,9 @@ func (s *Set) LoadAll(ctx context.Context) error {
 // path escaping, the inside of a JSON string (with and without HTML
 // escaping), and standard and URL-safe base64 of the value alone, padded
 // and not. Longer matches win. Values are matched case-sensitively; an
-// empty value is never matched.
+// empty value is never matched. A value that is a JSON object is screened
+// whole and field by field: each string field of MinFieldLen bytes or more
+// is replaced wherever it appears, alone.
 func (s *Set) Redact(ctx context.Context, text string) (string, error) {
 	if len(s.ids) == 0 {
 		return text, nil
@@ -265,32 +268,132 @@ func (s *Set) Redact(ctx context.Context, text string) (string, error) {
 // error messages, where the values that could appear are those already
 // filled.
 func (s *Set) RedactLoaded(text string) string {
+	forms := s.forms()
+	if len(forms) == 0 {
+		return text
+	}
+	args := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		args = append(args, f.form, Ref(f.name))
+	}
+	return strings.NewReplacer(args...).Replace(text)
+}
+
+// Margin is how far past a cut a reader must have read for SafeCut to see
+// every spelling of a loaded value that starts before the cut: the longest
+// spelling, less one byte. Load the values first (LoadAll).
+func (s *Set) Margin() int {
+	forms := s.forms()
+	if len(forms) == 0 {
+		return 0
+	}
+	return len(forms[0].form) - 1 // longest first
+}
+
+// SafeCut returns where to cut b, at most n bytes in, so that the cut
+// splits no spelling of a loaded value: n itself when no spelling that the
+// screen would replace straddles it, else the start of the one that does
+// (repeated while another straddles the new place). Kept whole, a value
+// before the cut is replaced by the screen; a value the cut would have
+// split is left out whole, so that neither a prefix of it nor, in what
+// follows, a suffix reaches anyone. b must extend Margin bytes past n where
+// the input does, for a straddling value to be seen.
+func (s *Set) SafeCut(b []byte, n int) int {
+	forms := s.forms()
+	if n >= len(b) || len(forms) == 0 {
+		return min(n, len(b))
+	}
+	for moved := true; moved && n > 0; {
+		moved = false
+		for _, f := range forms {
+			if start, ok := straddles(b, n, f.form); ok {
+				n, moved = start, true
+			}
+		}
+	}
+	return n
+}
+
+// straddles reports the start of the leftmost occurrence of form in b that
+// begins before n and ends after it.
+func straddles(b []byte, n int, form string) (int, bool) {
+	lo := max(0, n-len(form)+1)
+	hi := min(len(b), n+len(form)-1)
+	if hi-lo < len(form) {
+		return 0, false
+	}
+	i := bytes.Index(b[lo:hi], []byte(form))
+	if i < 0 {
+		return 0, false
+	}
+	return lo + i, true
+}
+
+// spelling is one form of a loaded value and the name it stands for.
+type spelling struct{ form, name string }
+
+// forms returns the spellings of the loaded values, longest first (so that
+// a value that contains another is replaced whole), and for a value that is
+// a JSON object each of its string fields too (see Redact).
+func (s *Set) forms() []spelling {
 	s.mu.Lock()
 	values := maps.Clone(s.values)
 	s.mu.Unlock()
-	if len(values) == 0 {
-		return text
-	}
-	type pair struct{ form, name string }
-	var pairs []pair
+	var out []spelling
 	for name, v := range values {
-		for _, f := range Forms(v) {
-			pairs = append(pairs, pair{f, name})
+		for _, part := range append([]string{v}, jsonFields(v)...) {
+			for _, f := range Forms(part) {
+				out = append(out, spelling{f, name})
+			}
 		}
 	}
-	// strings.Replacer tries old strings in argument order at each position:
-	// longest first, so a value that contains another is replaced whole.
-	sort.SliceStable(pairs, func(i, j int) bool {
-		if len(pairs[i].form) != len(pairs[j].form) {
-			return len(pairs[i].form) > len(pairs[j].form)
+	sort.SliceStable(out, func(i, j int) bool {
+		if len(out[i].form) != len(out[j].form) {
+			return len(out[i].form) > len(out[j].form)
 		}
-		return pairs[i].form < pairs[j].form
+		return out[i].form < out[j].form
 	})
-	args := make([]string, 0, 2*len(pairs))
-	for _, p := range pairs {
-		args = append(args, p.form, Ref(p.name))
+	return out
+}
+
+// MinFieldLen is the shortest string field of a JSON secret that is
+// screened on its own: shorter ones (a port, "dev") are not secrets in
+// themselves, and a screen could not keep them from a guess anyway.
+const MinFieldLen = 4
+
+// jsonFields returns the string values of v's fields, at any depth, when v
+// is a JSON object (as Secrets Manager keeps database credentials):
+// {"username": "app", "password": "…"} gives the password (and the user
+// name, if long enough) to screen on its own.
+func jsonFields(v string) []string {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "{") {
+		return nil
 	}
-	return strings.NewReplacer(args...).Replace(text)
+	var obj map[string]any
+	if json.Unmarshal([]byte(v), &obj) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case string:
+			if len(x) >= MinFieldLen {
+				out = append(out, x)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				walk(x[k])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(obj)
+	return out
 }
 
 // Forms returns the spellings of v that redaction looks for: v itself and

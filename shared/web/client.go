@@ -157,14 +157,23 @@ func (m marking) RoundTrip(r *http.Request) (*http.Response, error) {
 	return m.rt.RoundTrip(r)
 }
 
-// readCapped reads at most max bytes of r and reports whether there was
-// more.
-func readCapped(r io.Reader, max int64) ([]byte, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if int64(len(b)) > max {
-		return b[:max], true, err
+// readScreened reads at most max bytes of a response body and reports
+// whether there was more, for a call whose output the screen will see
+// (Service.Call replaces whole values of the fleet's secrets). A cut could
+// split a value and hand its first bytes past the screen, so when there is
+// more it reads on as far as the longest spelling of a fleet secret, and
+// cuts where no spelling straddles (secret.Set.SafeCut): a value at the cut
+// is left out whole. It reads every secret of the fleet first (which the
+// screen does anyway for any call that sent something).
+func readScreened(ctx context.Context, r io.Reader, max int64, set *secret.Set) ([]byte, bool, error) {
+	if err := set.LoadAll(ctx); err != nil {
+		return nil, false, fmt.Errorf("the fleet's secrets, to screen the response: %w", err)
 	}
-	return b, false, err
+	b, err := io.ReadAll(io.LimitReader(r, max+int64(set.Margin())+1))
+	if int64(len(b)) <= max {
+		return b, false, err
+	}
+	return b[:set.SafeCut(b, int(max))], true, err
 }
 
 // describe turns a request error into text for the model: the reason,

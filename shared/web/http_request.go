@@ -198,7 +198,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		return fail("%s", t.net.describe(ctx, err))
 	}
 	defer resp.Body.Close()
-	data, cut, err := readCapped(resp.Body, maxRespBytes)
+	data, cut, err := readScreened(ctx, resp.Body, maxRespBytes, inv.Secrets)
 	if err != nil {
 		return fail("reading the response: %s", t.net.describe(ctx, err))
 	}

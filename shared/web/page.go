@@ -75,7 +75,7 @@ func (n *network) fetchPage(ctx context.Context, r route, rt http.RoundTripper, 
 		return fail("%s", n.describe(ctx, err))
 	}
 	defer resp.Body.Close()
-	body, cut, err := readCapped(resp.Body, max)
+	body, cut, err := readScreened(ctx, resp.Body, max, invocationFrom(ctx).Secrets)
 	if err != nil {
 		return fail("reading the response: %s", n.describe(ctx, err))
 	}

@@ -157,7 +157,7 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 		return tool.Errorf("pushover: not sent: %s", t.net.describe(ctx, err)), nil
 	}
 	defer resp.Body.Close()
-	data, _, err := readCapped(resp.Body, maxRespBytes)
+	data, _, err := readScreened(ctx, resp.Body, maxRespBytes, inv.Secrets)
 	if err != nil {
 		return tool.Errorf("pushover: reading Pushover's answer: %s", t.net.describe(ctx, err)), nil
 	}
