@@ -15,14 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
-// Child-agent limits from the specification.
+// Child-agent limits from the specification (package limit's).
 const (
-	MaxChildrenRunning = 4  // children working at once, per run
-	MaxChildrenTotal   = 16 // children started in all, per run
-	MaxChildDepth      = 2  // children (1) and grandchildren (2)
+	MaxChildrenRunning = limit.MaxChildrenRunning // children working at once, per run
+	MaxChildrenTotal   = limit.MaxChildrenTotal   // children started in all, per run
+	MaxChildDepth      = limit.MaxChildDepth      // children (1) and grandchildren (2)
 )
 
 // ChildStatus is a child agent's status (package run's).

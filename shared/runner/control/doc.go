@@ -10,7 +10,7 @@
 // tool.Define from the struct, the rules the specification fixes and a
 // model-facing description embedded from the .txt file beside it. The
 // description's figures (8 message lines, 32 schedules, 4 children, …) and
-// error codes are rendered from the constants of store and fault, so the
+// error codes are rendered from the constants of limit and fault, so the
 // model is told exactly what the store enforces.
 //
 // These tools execute in the runner λ, not in the sandbox or the webtools

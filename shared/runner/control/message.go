@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed message.txt
 var messageDescription string
 
-// The limits of message beside store.MaxMessageLines.
+// The limits of message beside limit.MaxMessageLines.
 const (
 	// MaxMessageBytes is the longest line message posts, in bytes of UTF-8.
 	MaxMessageBytes = 4096
@@ -44,7 +44,7 @@ var MessageSpec = tool.Define[MessageArgs](tool.About{
 	Description: messageDescription,
 	Rules:       tool.Rules{"text": tool.NotBlank()},
 	Values: map[string]any{
-		"MaxLines":        store.MaxMessageLines,
+		"MaxLines":        limit.MaxMessageLines,
 		"MaxBytes":        MaxMessageBytes,
 		"DeliverySeconds": int(MessageDeliveryTimeout / time.Second),
 		"CapCode":         fault.RunMessageCap.ID(),
