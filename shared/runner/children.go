@@ -19,22 +19,6 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
-// Child agents are executed as runs are: each in runner invocations of its
-// own (invoke.Runner with a Payload naming the child), holding a lease of
-// its own, committing steps of its own with a checkpoint of its own, and
-// handing itself over before an invocation's deadline. So a child goes on
-// while its parent waits, hands over or is re-invoked, runs concurrently
-// with its siblings in as many invocations as there are children (in AWS,
-// each a Lambda invocation with its own 15 minutes and memory), and no
-// committed step of it runs twice. Goroutines inside the parent's
-// invocation would have tied every child to the parent's deadline, memory
-// and crashes.
-//
-// A child's events go to the run's log, marked with its id (Event.Agent);
-// its spending counts on the run's budget and on its share; it uses the
-// run's sandbox, whose exec_command sessions it starts are tagged with its
-// id and closed when it ends.
-
 // childPoll is how often wait_agent and delegate_agent read the child.
 const childPoll = 250 * time.Millisecond
 
@@ -42,145 +26,13 @@ const childPoll = 250 * time.Millisecond
 // moment, for the turn to commit.
 const commitReserve = 5 * time.Second
 
-// agentID is the child this execution runs; "" for the run's own agent.
-func (x *execution) agentID() string {
-	if x.child == nil {
-		return ""
-	}
-	return x.child.ID
-}
-
-// blobPrefix is where the execution's large checkpoints go.
-func (x *execution) blobPrefix() string {
-	if x.child == nil {
-		return "checkpoints/" + x.run.ID
-	}
-	return "checkpoints/" + x.run.ID + "/" + x.child.ID
-}
-
-// loadChild reads a child's checkpoint, its run and the run's Definition.
-// It returns nil (and no error) for a child with nothing left to do.
-func (r *Runner) loadChild(ctx context.Context, run store.Run, c store.Child, holder string, unlease func()) (*execution, error) {
-	x := &execution{r: r, run: run, holder: holder, unlease: unlease, child: &c}
-	ckpt, err := r.cfg.Store.LoadChildCheckpoint(ctx, run.ID, c.ID)
-	if err != nil {
-		return nil, fmt.Errorf("runner: %w", err)
-	}
-	if x.st, err = r.decode(ctx, ckpt.Data); err != nil {
-		return nil, fmt.Errorf("runner: child %s of run %s: %w", c.ID, run.ID, err)
-	}
-	x.step, x.resumed = ckpt.Step, ckpt.Step > 0
-	if c.Status != store.ChildRunning {
-		return nil, nil
-	}
-	if run.Status != store.StatusRunning {
-		return nil, x.end(ctx, store.StatusCancelled, "", nil)
-	}
-	if ok, err := x.loadDefinition(ctx, nonNil(c.Tools)); !ok {
-		return nil, err
-	}
-	return x, nil
-}
-
-// startChild commits a child's step 1: child.started and its task as the
-// first message.
-func (x *execution) startChild(ctx context.Context) error {
-	c := x.child
-	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: c.Task}}}}
-	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning,
-		ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}))
-	switch {
-	case errors.Is(err, store.ErrChildEnded):
-		x.childGone(ctx)
-		return errChildGone
-	case errors.Is(err, store.ErrRunEnded):
-		if err := x.end(ctx, store.StatusCancelled, "", nil); err != nil {
-			return err
-		}
-		return errChildGone
-	}
-	return err
-}
-
-// errChildGone ends an execution whose child ended elsewhere (interrupted,
-// its run ended): nothing more to do, no failure.
-var errChildGone = errors.New("the child ended elsewhere")
-
-// errChildStopped cancels the work of a child seen interrupted, or whose
-// run ended.
-var errChildStopped = errors.New("the child was interrupted or its run ended")
-
-// childStopped reports whether the child was interrupted or its run ended.
-func (x *execution) childStopped(ctx context.Context) bool {
-	c, err := x.r.cfg.Store.GetChild(ctx, x.run.ID, x.child.ID)
-	if err == nil && c.Status != store.ChildRunning {
-		return true
-	}
-	run, err := x.r.cfg.Store.GetRun(ctx, x.run.ID)
-	return err == nil && run.Status != store.StatusRunning
-}
-
-// childGone ends an execution whose child was ended by someone else
+// gone ends an execution whose child was ended by someone else
 // (interrupt_agent, the run's end): nothing more is committed; the
 // sessions it started are closed.
-func (x *execution) childGone(ctx context.Context) error {
-	x.r.log.Info("child ended elsewhere", "run_id", x.run.ID, "child_id", x.child.ID, "step", x.step)
-	x.closeSessions(ctx, x.child.ID)
+func (x *execution) gone(ctx context.Context) error {
+	x.r.log.Info("child ended elsewhere", "run_id", x.run.ID, "child_id", x.agent.id(), "step", x.step)
+	x.closeSessions(ctx, x.agent.id())
 	return nil
-}
-
-// endChild ends the child: done with its answer, failed saying why, or
-// interrupted (cancelled: its run ended or someone interrupted it). Its own
-// children still working end interrupted first, and the exec_command
-// sessions it started are closed.
-func (x *execution) endChild(ctx context.Context, status store.Status, answer string, runErr *run.Error, spend ...store.Budget) error {
-	c := x.child
-	x.interruptChildrenOf(ctx, c.ID)
-	defer x.closeSessions(ctx, c.ID)
-	var b store.Budget
-	if len(spend) > 0 {
-		b = spend[0]
-	}
-	ended := run.ChildEnded{ChildID: c.ID, ParentID: c.ParentID, Error: runErr, Usage: &run.Usage{}}
-	*ended.Usage = x.st.Usage
-	end := &store.ChildEnd{}
-	switch status {
-	case store.StatusSucceeded:
-		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, answer
-		ended.Answer = answer
-		if len(answer) > run.MaxEventAnswer {
-			ended.Answer, ended.AnswerTruncated = cutUTF8(answer, run.MaxEventAnswer), true
-			end.Result = ended.Answer
-		}
-	case store.StatusFailed:
-		ended.Status, end.Status = store.ChildFailed, store.ChildFailed
-		if runErr != nil {
-			end.Result = runErr.Code + ": " + runErr.Message
-		}
-	default:
-		// Its run ended (or is cancelled) without interrupting it yet: it
-		// ends itself the way the run's end would have.
-		ended.Status, ended.InterruptedBy = store.ChildInterrupted, run.InterruptedByRunEnd
-		ev := agentEvent(newEvent(run.EventChildEnded, ended), c.ID)
-		_, seq, err := x.r.cfg.Store.FinishChild(ctx, x.run.ID, c.ID, store.ChildInterrupted, "", ev)
-		if errors.Is(err, store.ErrChildEnded) {
-			return nil
-		}
-		x.noteEvent(seq, ev)
-		return err
-	}
-	x.childEnd = end
-	err := x.commit(ctx, store.Step{Spend: b}, newEvent(run.EventChildEnded, ended))
-	x.childEnd = nil
-	switch {
-	case errors.Is(err, fault.RunBudgetSpent) && b != (store.Budget{}):
-		return x.budgetSpent(ctx, err)
-	case errors.Is(err, store.ErrRunEnded):
-		return x.end(ctx, store.StatusCancelled, "", nil)
-	case errors.Is(err, store.ErrChildEnded):
-		return nil
-	}
-	return err
 }
 
 func agentEvent(ev store.NewEvent, agent string) store.NewEvent {
@@ -247,7 +99,7 @@ func (x *execution) interrupt(ctx context.Context, c store.Child, by string, tre
 		by = run.InterruptedByAgent
 	}
 	ended := run.ChildEnded{ChildID: c.ID, Status: store.ChildInterrupted, ParentID: c.ParentID, InterruptedBy: by}
-	ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agentID())
+	ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agent.id())
 	_, seq, err := x.r.cfg.Store.FinishChild(ctx, x.run.ID, c.ID, store.ChildInterrupted, "", ev)
 	if errors.Is(err, store.ErrChildEnded) {
 		return false, nil
@@ -427,8 +279,8 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 	fail := func(format string, v ...any) (store.Child, tool.Result, bool) {
 		return store.Child{}, tool.Errorf(name+": "+format, v...), false
 	}
-	held := x.heldTools()
-	grandchild := x.child != nil
+	held, g := x.heldTools(), x.agent.grant(x.def)
+	grandchild := g.depth+1 >= store.MaxChildDepth
 	tools := args.Tools
 	if tools == nil {
 		for _, t := range held {
@@ -446,7 +298,7 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 			return fail("a child of a child is offered none of the six child-agent tools; leave %q out of tools", t)
 		}
 	}
-	mySecrets, myHosts := x.secretNames(), x.hosts()
+	mySecrets, myHosts := g.secretNames(), nonNil(g.hosts)
 	secrets, hosts := mySecrets, myHosts
 	if args.Secrets != nil {
 		secrets = slices.Compact(slices.Sorted(slices.Values(args.Secrets)))
@@ -479,7 +331,7 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 		}
 	}
 	call := model.ToolCall{Name: name, Arguments: mustJSON(args)}
-	c, created, err := x.r.cfg.Store.StartChild(ctx, store.NewChild{RunID: x.run.ID, ParentID: x.agentID(), Task: args.Task,
+	c, created, err := x.r.cfg.Store.StartChild(ctx, store.NewChild{RunID: x.run.ID, ParentID: x.agent.id(), Task: args.Task,
 		Tools: tools, Secrets: secrets, Hosts: hosts, Limits: limits, Key: x.idempotencyKey(a.call, call)})
 	var fe *fault.Error
 	switch {
@@ -498,7 +350,7 @@ func (a agents) start(ctx context.Context, name string, args control.SpawnAgentA
 		if err := x.r.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
 			ended := run.ChildEnded{ChildID: c.ID, Status: store.ChildFailed, ParentID: c.ParentID,
 				Error: &run.Error{Code: run.CodeInternal, Message: "its runner could not be invoked: " + err.Error()}}
-			ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agentID())
+			ev := agentEvent(newEvent(run.EventChildEnded, ended), x.agent.id())
 			if _, seq, ferr := x.r.cfg.Store.FinishChild(context.WithoutCancel(ctx), x.run.ID, c.ID, store.ChildFailed,
 				ended.Error.Code+": "+ended.Error.Message, ev); ferr == nil {
 				x.noteEvent(seq, ev)
@@ -525,27 +377,6 @@ func (x *execution) heldTools() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// secretNames are the names of the secrets this agent's web tools may use.
-func (x *execution) secretNames() []string {
-	if x.child != nil {
-		return nonNil(x.child.Secrets)
-	}
-	out := make([]string, 0, len(x.def.Secrets))
-	for name := range x.def.Secrets {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// hosts are the host list entries this agent's web tools may reach.
-func (x *execution) hosts() []string {
-	if x.child != nil {
-		return nonNil(x.child.Hosts)
-	}
-	return nonNil(x.def.Hosts)
 }
 
 // Inspect reports a child's task, status, recent events and answer.
@@ -642,7 +473,7 @@ func (a agents) Interrupt(ctx context.Context, args control.InterruptAgentArgs) 
 		ans.Note = "It had already ended."
 		return result(ans), nil
 	}
-	done, err := x.interrupt(ctx, c, x.agentID(), true)
+	done, err := x.interrupt(ctx, c, x.agent.id(), true)
 	if err != nil {
 		return tool.Result{}, err
 	}

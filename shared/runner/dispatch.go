@@ -150,7 +150,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 // a key of its own.
 func (x *execution) idempotencyKey(i int, call model.ToolCall) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.agentID(), x.step+1, i, call.Name)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.agent.id(), x.step+1, i, call.Name)
 	h.Write(call.Arguments)
 	return "af-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -165,7 +165,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	}
 	// The fleet's tool timeout goes with every call: a pooled sandbox was
 	// started before the run, without it.
-	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agentID()), x.def.Limits.ToolTimeout())
+	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agent.id()), x.def.Limits.ToolTimeout())
 	res, err := sb.Client.Call(cctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
@@ -207,10 +207,7 @@ func (x *execution) dropSandbox(ctx context.Context, sb *launch.Sandbox) {
 		return
 	}
 	x.sandbox = nil
-	if x.child != nil {
-		return // the run's sandbox: its own agent lets it go
-	}
-	if err := x.r.cfg.Sandboxes.Release(ctx, x.run.ID); err != nil {
+	if err := x.agent.releaseSandbox(ctx, x); err != nil {
 		x.r.log.Warn("release a sandbox that stopped answering", "run_id", x.run.ID, "error", err)
 	}
 }
@@ -220,10 +217,7 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 	x.mu.Lock()
 	x.sandbox = nil
 	x.mu.Unlock()
-	if x.child != nil {
-		return
-	}
-	if err := x.r.cfg.Sandboxes.Release(context.WithoutCancel(ctx), x.run.ID); err != nil {
+	if err := x.agent.releaseSandbox(context.WithoutCancel(ctx), x); err != nil {
 		x.r.log.Warn("release the run's sandbox", "run_id", x.run.ID, "error", err)
 	}
 }
@@ -231,17 +225,9 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 // webCall sends a call to the webtools function with the agent's host list
 // and secret names (never values): the fleet's, or a child's share of them.
 func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Result {
-	hosts, secrets := []string(x.def.Hosts), x.def.Secrets
-	if x.child != nil {
-		hosts, secrets = x.child.Hosts, map[string]string{}
-		for _, name := range x.child.Secrets {
-			if id, ok := x.def.Secrets[name]; ok {
-				secrets[name] = id
-			}
-		}
-	}
-	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
-		Secrets: secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+	g := x.agent.grant(x.def)
+	payload, err := json.Marshal(web.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: g.hosts,
+		Secrets: g.secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)
 	}

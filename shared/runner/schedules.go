@@ -150,7 +150,7 @@ func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (tool.Result,
 // counts it). settle calls it; a failure is logged, not returned: the run
 // has ended either way, and only the schedule's spend cap misses it.
 func (x *execution) scheduleRunEnded(ctx context.Context) {
-	if x.r.cfg.Schedules == nil || x.child != nil || x.run.Source != store.SourceSchedule {
+	if x.r.cfg.Schedules == nil || x.run.Source != store.SourceSchedule {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -58,7 +58,7 @@ func (x *execution) post(ctx context.Context, req thread.Request, d time.Duratio
 
 // show posts req in the thread of a Slack run, logging a failure.
 func (x *execution) show(ctx context.Context, req thread.Request) {
-	if x.run.Thread == nil || x.child != nil {
+	if x.thread == nil {
 		return
 	}
 	resp, err := x.post(ctx, req, threadTimeout)
@@ -234,7 +234,7 @@ func (x *execution) history(ctx context.Context) ([]model.Message, error) {
 // the conversation, as the user's, and keeps their run.input events for the
 // step's commit. Only a run with a thread has an inbox.
 func (x *execution) takeInbox(ctx context.Context) error {
-	if x.child != nil || x.run.Thread == nil {
+	if x.thread == nil {
 		return nil
 	}
 	msgs, err := x.r.cfg.Store.Inbox(ctx, x.run.ID, x.st.InboxSeen)
@@ -258,7 +258,7 @@ func (x *execution) takeInbox(ctx context.Context) error {
 // (fleet.Slack.MergeSeconds) has passed since the run was recorded, so that
 // the messages of a burst reach the first turn together.
 func (x *execution) awaitBurst(ctx context.Context) {
-	if x.child != nil || x.run.Thread == nil || x.step != 1 || x.def.Slack.MergeSeconds <= 0 {
+	if x.thread == nil || x.step != 1 || x.def.Slack.MergeSeconds <= 0 {
 		return
 	}
 	wait := time.Until(x.run.CreatedAt.Add(time.Duration(x.def.Slack.MergeSeconds) * time.Second))
