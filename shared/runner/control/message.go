@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	_ "embed"
 	"time"
 
@@ -26,13 +25,6 @@ const (
 type MessageArgs struct {
 	// Text is the line to post, plain text.
 	Text string `json:"text"`
-}
-
-// Messenger posts message's lines for one run: the runner implements it
-// through the slack λ. The arguments are already checked against the
-// contract; an error is the environment failing.
-type Messenger interface {
-	Message(ctx context.Context, args MessageArgs) (tool.Result, error)
 }
 
 // MessageSpec is message: it posts one line to the Slack thread that
