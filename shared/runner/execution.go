@@ -183,19 +183,31 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	calls := resp.Message.ToolCalls()
 	x.st.Messages = append(x.st.Messages, resp.Message)
 	if len(calls) == 0 {
-		answer := strings.TrimSpace(resp.Message.Text())
-		switch {
-		case answer == "":
-			return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer,
-				Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spend)
-		case resp.Stop == model.StopMaxTokens:
-			answer += "\n\n[The answer was cut at the model's output limit.]"
-		}
-		return true, x.end(ctx, store.StatusSucceeded, answer, nil, spend)
+		return true, x.answered(ctx, resp, spend)
 	}
 	if x.cancelled.Load() {
 		return true, x.end(ctx, store.StatusCancelled, "", nil)
 	}
+	return x.act(ctx, calls, spend)
+}
+
+// answered ends the agent with the model's answer, resp, which asks for no
+// tool call.
+func (x *execution) answered(ctx context.Context, resp model.Response, spend store.Budget) error {
+	answer := strings.TrimSpace(resp.Message.Text())
+	switch {
+	case answer == "":
+		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer,
+			Message: fmt.Sprintf("the model stopped (%s) without an answer or a tool call", resp.Stop)}, spend)
+	case resp.Stop == model.StopMaxTokens:
+		answer += "\n\n[The answer was cut at the model's output limit.]"
+	}
+	return x.end(ctx, store.StatusSucceeded, answer, nil, spend)
+}
+
+// act runs the calls the model asked for, after the answer's spend, and
+// commits the step.
+func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store.Budget) (done bool, err error) {
 	spend.ToolCalls = int64(len(calls))
 	if msg, ok := x.affords(spend); !ok {
 		// Refused before any call runs; the commit would refuse it after.
