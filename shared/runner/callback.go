@@ -12,7 +12,7 @@ import (
 // delivery that fails in the end is logged: the run's result stays in the
 // API either way.
 func (x *execution) deliverCallback(ctx context.Context) {
-	if x.child != nil || x.run.CallbackURL == "" || x.st.Ended == nil {
+	if x.run.CallbackURL == "" || x.st.Ended == nil {
 		return
 	}
 	log := x.r.log.With("run_id", x.run.ID, "callback", x.run.CallbackURL)

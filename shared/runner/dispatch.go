@@ -46,27 +46,31 @@ func newToolset(def *fleet.Definition, names []string) (*toolset, error) {
 	return ts, nil
 }
 
-// concurrent are the tools that several calls of in one answer run at once:
-// those that change nothing, and the child-agent tools, whose work is the
-// children's (five spawns in one answer race for the caps the store
-// enforces; delegates in one answer work side by side).
+// concurrent are the tools outside the runner that several calls of in
+// one answer run at once: those that change nothing. (A control tool's
+// implementation says whether it is: control.Concurrent.)
 var concurrent = map[string]bool{
 	"read": true, "grep": true, "glob": true, "list": true,
 	"webfetch": true, "websearch": true, "web_fetch": true,
-	"spawn_agent": true, "delegate_agent": true, "wait_agent": true,
-	"inspect_agent": true, "list_agents": true, "interrupt_agent": true,
 }
+
+func runsConcurrently(name string) bool { return concurrent[name] || control.Concurrent(name) }
+
+// followUp is what a call leaves to do once every call of its step has
+// run, in order: it returns the events that follow the call's tool.result.
+type followUp func() []store.NewEvent
 
 // runTools runs calls, concurrent neighbours at once and every other
 // call alone in its turn, and returns their results in order with the
-// step's events: each tool.result, and plan.updated for an accepted plan.
+// step's events: each tool.result and its call's follow-up events, then
+// the step's message.posted.
 func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []store.NewEvent) {
 	results := make([]model.ToolResult, len(calls))
-	plans := make([]*control.UpdatePlanArgs, len(calls))
+	after := make([]followUp, len(calls))
 	for i := 0; i < len(calls); {
 		j := i + 1
-		if concurrent[calls[i].Name] {
-			for j < len(calls) && concurrent[calls[j].Name] {
+		if runsConcurrently(calls[i].Name) {
+			for j < len(calls) && runsConcurrently(calls[j].Name) {
 				j++
 			}
 		}
@@ -75,7 +79,7 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[k], plans[k] = x.runTool(ctx, k, calls[k])
+				results[k], after[k] = x.runTool(ctx, k, calls[k])
 			}()
 		}
 		wg.Wait()
@@ -88,14 +92,8 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 			ev.Output, ev.Truncated = cutUTF8(ev.Output, run.MaxEventOutput), true
 		}
 		events = append(events, newEvent(run.EventToolResult, ev))
-		if p := plans[i]; p != nil {
-			up := &run.PlanUpdated{Explanation: p.Explanation, Plan: make([]run.PlanStep, len(p.Plan))}
-			for k, s := range p.Plan {
-				up.Plan[k] = run.PlanStep{Step: s.Step, Status: s.Status}
-			}
-			x.st.Plan = up
-			events = append(events, newEvent(run.EventPlanUpdated, up))
-			x.showPlan(ctx, up)
+		if after[i] != nil {
+			events = append(events, after[i]()...)
 		}
 	}
 	return results, append(events, x.takeMessages()...)
@@ -104,7 +102,7 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 // runTool runs one call: checked against the allowlist and the tool's
 // contract first, then sent where the tool runs. Whatever fails becomes an
 // error result the model sees, so the run goes on.
-func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, *control.UpdatePlanArgs) {
+func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, followUp) {
 	out := model.ToolResult{CallID: call.ID, Name: call.Name}
 	set := func(r tool.Result) { out.Output, out.IsError = r.Output, r.IsError }
 	e, ok := x.tools.entries[call.Name]
@@ -120,27 +118,54 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 		set(res)
 		return out, nil
 	}
+	var after followUp
 	switch e.RunsIn {
 	case fleet.InSandbox, fleet.InDisplay:
 		set(x.sandboxCall(ctx, i, call))
 	case fleet.InWebtools:
 		set(x.webCall(ctx, call))
 	case fleet.InRunner:
-		var plan *control.UpdatePlanArgs
-		for _, t := range control.Tools(func(a control.UpdatePlanArgs) { plan = &a }, agents{x: x, call: i}, x.schedules(i), messenger{x: x}) {
-			if t.Name() == call.Name {
-				res, err := t.Run(ctx, call.Arguments)
-				if err != nil {
-					res = tool.Errorf("%s failed in the runner: %v", call.Name, err)
-				}
-				set(res)
-			}
-		}
-		return out, plan
+		set(x.controlCall(ctx, x.caller(ctx, i, &after), call))
 	default:
 		set(tool.Errorf("%s runs in the %s, which this runner cannot reach", call.Name, e.RunsIn))
 	}
-	return out, nil
+	return out, after
+}
+
+// controlCall runs a control tool in the runner, for caller.
+func (x *execution) controlCall(ctx context.Context, caller control.Caller, call model.ToolCall) tool.Result {
+	t, ok := control.Tool(call.Name, caller)
+	if !ok {
+		return tool.Errorf("%s runs in the runner, which has no such tool", call.Name)
+	}
+	res, err := t.Run(ctx, call.Arguments)
+	if err != nil {
+		res = tool.Errorf("%s failed in the runner: %v", call.Name, err)
+	}
+	return res
+}
+
+// caller is what the control tools act through for call i of the step;
+// an accepted plan is kept on the run as the call's follow-up.
+func (x *execution) caller(ctx context.Context, i int, after *followUp) control.Caller {
+	return control.Caller{
+		Plan:      func(a control.UpdatePlanArgs) { *after = func() []store.NewEvent { return x.setPlan(ctx, a) } },
+		Children:  children{x: x, call: i},
+		Schedules: x.schedules(i),
+		Thread:    messenger{x: x},
+	}
+}
+
+// setPlan keeps the plan on the run, shows it in the thread, and returns
+// its plan.updated.
+func (x *execution) setPlan(ctx context.Context, p control.UpdatePlanArgs) []store.NewEvent {
+	up := &run.PlanUpdated{Explanation: p.Explanation, Plan: make([]run.PlanStep, len(p.Plan))}
+	for k, s := range p.Plan {
+		up.Plan[k] = run.PlanStep{Step: s.Step, Status: s.Status}
+	}
+	x.st.Plan = up
+	x.showPlan(ctx, up)
+	return []store.NewEvent{newEvent(run.EventPlanUpdated, up)}
 }
 
 // idempotencyKey names call i of the step about to be committed by the
@@ -150,7 +175,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 // a key of its own.
 func (x *execution) idempotencyKey(i int, call model.ToolCall) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.agentID(), x.step+1, i, call.Name)
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d\x00%s\x00", x.run.ID, x.agent.id(), x.step+1, i, call.Name)
 	h.Write(call.Arguments)
 	return "af-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -165,7 +190,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	}
 	// The fleet's tool timeout goes with every call: a pooled sandbox was
 	// started before the run, without it.
-	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agentID()), x.def.Limits.ToolTimeout())
+	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agent.id()), x.def.Limits.ToolTimeout())
 	res, err := sb.Client.Call(cctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
 	switch {
 	case err == nil:
@@ -207,10 +232,7 @@ func (x *execution) dropSandbox(ctx context.Context, sb *launch.Sandbox) {
 		return
 	}
 	x.sandbox = nil
-	if x.child != nil {
-		return // the run's sandbox: its own agent lets it go
-	}
-	if err := x.r.cfg.Sandboxes.Release(ctx, x.run.ID); err != nil {
+	if err := x.agent.releaseSandbox(ctx, x); err != nil {
 		x.r.log.Warn("release a sandbox that stopped answering", "run_id", x.run.ID, "error", err)
 	}
 }
@@ -220,10 +242,7 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 	x.mu.Lock()
 	x.sandbox = nil
 	x.mu.Unlock()
-	if x.child != nil {
-		return
-	}
-	if err := x.r.cfg.Sandboxes.Release(context.WithoutCancel(ctx), x.run.ID); err != nil {
+	if err := x.agent.releaseSandbox(context.WithoutCancel(ctx), x); err != nil {
 		x.r.log.Warn("release the run's sandbox", "run_id", x.run.ID, "error", err)
 	}
 }
@@ -231,17 +250,9 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 // webCall sends a call to the webtools function with the agent's host list
 // and secret names (never values): the fleet's, or a child's share of them.
 func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Result {
-	hosts, secrets := []string(x.def.Hosts), x.def.Secrets
-	if x.child != nil {
-		hosts, secrets = x.child.Hosts, map[string]string{}
-		for _, name := range x.child.Secrets {
-			if id, ok := x.def.Secrets[name]; ok {
-				secrets[name] = id
-			}
-		}
-	}
-	payload, err := json.Marshal(wire.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
-		Secrets: secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+	g := x.agent.grant(x.def)
+	payload, err := json.Marshal(wire.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: g.hosts,
+		Secrets: g.secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)
 	}

@@ -2,16 +2,11 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/store"
-	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // ScheduleBook is what the runner needs of the fleets' schedules: every
@@ -40,7 +35,7 @@ type ScheduleBook interface {
 }
 
 // schedules is control.Schedules for call number call of one execution's
-// step, over the ScheduleBook.
+// step, over the ScheduleBook, as the run's fleet.
 type schedules struct {
 	x    *execution
 	call int
@@ -57,92 +52,39 @@ func (x *execution) schedules(call int) control.Schedules {
 	return schedules{x: x, call: call}
 }
 
-// scheduleAnswer is a schedule as the tools answer it, as JSON.
-type scheduleAnswer struct {
-	ScheduleID   string              `json:"schedule_id"`
-	Source       store.Actor         `json:"source"`
-	State        store.ScheduleState `json:"state"`
-	Expression   string              `json:"expression"`
-	Timezone     string              `json:"timezone"`
-	Message      string              `json:"message"`
-	PausedReason string              `json:"paused_reason,omitempty"`
-}
-
-func scheduleOf(sc store.Schedule) scheduleAnswer {
-	return scheduleAnswer{ScheduleID: sc.ID, Source: sc.Source, State: sc.State, Expression: sc.Expression,
+func scheduleOf(sc store.Schedule) control.Schedule {
+	return control.Schedule{ScheduleID: sc.ID, Source: string(sc.Source), State: string(sc.State), Expression: sc.Expression,
 		Timezone: sc.Timezone, Message: sc.Message, PausedReason: sc.PausedReason}
 }
 
-func jsonResult(v any) tool.Result {
-	b, _ := json.MarshalIndent(v, "", "  ") // plain data: cannot fail
-	return tool.Text(string(b))
-}
-
-// bookError turns the book's error into what the model sees: a product
-// code is an error result naming it (and only the code's message, not the
-// trace around it); anything else is the environment failing.
-func bookError(name string, err error) (tool.Result, error) {
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return tool.Errorf("%s: %v", name, fe), nil
-	}
-	if c, ok := fault.CodeOf(err); ok {
-		return tool.Errorf("%s: %v", name, c), nil
-	}
-	return tool.Result{}, fmt.Errorf("%s: %w", name, err)
-}
-
-func (s schedules) Create(ctx context.Context, a control.ScheduleCreateArgs) (tool.Result, error) {
+func (s schedules) Create(ctx context.Context, a control.ScheduleCreateArgs) (control.Schedule, error) {
 	sc, err := s.x.r.cfg.Schedules.CreateSchedule(ctx, s.x.run.Fleet, s.x.run.ID, a)
-	if err != nil {
-		return bookError(control.ScheduleCreateSpec.Name(), err)
-	}
-	return jsonResult(scheduleOf(sc)), nil
+	return scheduleOf(sc), err
 }
 
-func (s schedules) List(ctx context.Context, _ control.ScheduleListArgs) (tool.Result, error) {
+func (s schedules) List(ctx context.Context) ([]control.Schedule, error) {
 	list, err := s.x.r.cfg.Schedules.ListSchedules(ctx, s.x.run.Fleet)
-	if err != nil {
-		return bookError(control.ScheduleListSpec.Name(), err)
-	}
-	out := struct {
-		Schedules []scheduleAnswer `json:"schedules"`
-	}{Schedules: make([]scheduleAnswer, len(list))}
+	out := make([]control.Schedule, len(list))
 	for i, sc := range list {
-		out.Schedules[i] = scheduleOf(sc)
+		out[i] = scheduleOf(sc)
 	}
-	return jsonResult(out), nil
+	return out, err
 }
 
-func (s schedules) Update(ctx context.Context, a control.ScheduleUpdateArgs) (tool.Result, error) {
+func (s schedules) Update(ctx context.Context, a control.ScheduleUpdateArgs) (control.Schedule, error) {
 	sc, err := s.x.r.cfg.Schedules.UpdateSchedule(ctx, s.x.run.Fleet, a)
-	if err != nil {
-		return bookError(control.ScheduleUpdateSpec.Name(), err)
-	}
-	return jsonResult(scheduleOf(sc)), nil
+	return scheduleOf(sc), err
 }
 
-func (s schedules) Delete(ctx context.Context, a control.ScheduleDeleteArgs) (tool.Result, error) {
-	if err := s.x.r.cfg.Schedules.DeleteSchedule(ctx, s.x.run.Fleet, a.ScheduleID); err != nil {
-		return bookError(control.ScheduleDeleteSpec.Name(), err)
-	}
-	return jsonResult(struct {
-		ScheduleID string `json:"schedule_id"`
-		Deleted    bool   `json:"deleted"`
-	}{a.ScheduleID, true}), nil
+func (s schedules) Delete(ctx context.Context, id string) error {
+	return s.x.r.cfg.Schedules.DeleteSchedule(ctx, s.x.run.Fleet, id)
 }
 
-func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (tool.Result, error) {
+// Run starts the schedule's run, keyed by the call.
+func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (control.ScheduledRun, error) {
 	key := s.x.idempotencyKey(s.call, model.ToolCall{Name: control.CronRunSpec.Name(), Arguments: mustJSON(a)})
 	run, err := s.x.r.cfg.Schedules.RunSchedule(ctx, s.x.run.Fleet, a.ScheduleID, s.x.run.ID, key)
-	if err != nil {
-		return bookError(control.CronRunSpec.Name(), err)
-	}
-	return jsonResult(struct {
-		RunID      string       `json:"run_id"`
-		ScheduleID string       `json:"schedule_id"`
-		Status     store.Status `json:"status"`
-	}{run.ID, a.ScheduleID, run.Status}), nil
+	return control.ScheduledRun{RunID: run.ID, Status: run.Status}, err
 }
 
 // scheduleRunEnded tells the ScheduleBook that a run a schedule started has
@@ -150,7 +92,7 @@ func (s schedules) Run(ctx context.Context, a control.CronRunArgs) (tool.Result,
 // counts it). settle calls it; a failure is logged, not returned: the run
 // has ended either way, and only the schedule's spend cap misses it.
 func (x *execution) scheduleRunEnded(ctx context.Context) {
-	if x.r.cfg.Schedules == nil || x.child != nil || x.run.Source != store.SourceSchedule {
+	if x.r.cfg.Schedules == nil || x.run.Source != store.SourceSchedule {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -58,7 +58,7 @@ func (x *execution) post(ctx context.Context, req thread.Request, d time.Duratio
 
 // show posts req in the thread of a Slack run, logging a failure.
 func (x *execution) show(ctx context.Context, req thread.Request) {
-	if x.run.Thread == nil || x.child != nil {
+	if x.thread == nil {
 		return
 	}
 	resp, err := x.post(ctx, req, threadTimeout)
@@ -99,56 +99,50 @@ func (x *execution) showEnd(ctx context.Context) {
 	}
 }
 
-// messenger is the message tool for one execution.
+// messenger is the run's thread as the message tool sees it
+// (control.Thread), for one execution.
 type messenger struct{ x *execution }
 
-var _ control.Messenger = messenger{}
+var _ control.Thread = messenger{}
 
 // MessageTimeout is how long message waits for Slack when
 // Config.MessageTimeout is zero: the specification's 12 seconds.
 const MessageTimeout = control.MessageDeliveryTimeout
 
-// Message posts one line to the run's thread: counted first (at most
-// store.MaxMessageLines a run, fault.RunMessageCap past them; a run without
-// a thread fails with fault.RunNoThread), the fleet's secret values
-// replaced (by the webtools λ, which alone reads them), mentions made
-// inert, then posted through the slack λ, which has MessageTimeout to take
-// it. A line not taken is reported as not delivered and the run goes on.
-func (m messenger) Message(ctx context.Context, args control.MessageArgs) (tool.Result, error) {
-	x := m.x
-	if n := len(args.Text); n > control.MaxMessageBytes {
-		return tool.Errorf("message: the text is %d bytes; a line is at most %d", n, control.MaxMessageBytes), nil
-	}
-	if x.run.Thread == nil {
-		return tool.Errorf("message: %v", fault.New(fault.RunNoThread, "this run was started from %s, so it has no Slack thread to post in; your answer is how it reports", x.run.Source)), nil
-	}
-	if _, err := x.r.cfg.Store.AddMessageLine(ctx, x.run.ID); err != nil {
-		var fe *fault.Error
-		if errors.As(err, &fe) {
-			return tool.Errorf("message: %v", fe), nil
-		}
-		return tool.Result{}, err
-	}
-	text, err := x.scrub(ctx, args.Text)
-	if err != nil {
-		// Nothing that might hold a secret leaves: the line is not posted.
-		x.noteMessage(ctx, args.Text, false)
-		return tool.Errorf("message: not delivered: the line could not be screened for the fleet's secrets (%v), so it was not posted; it still counts toward the %d lines", err, store.MaxMessageLines), nil
-	}
-	text = thread.Inert(text)
-	d := x.r.cfg.MessageTimeout
+// Source is where the run was started from; a run without a thread has
+// no line to post (fault.RunNoThread).
+func (m messenger) Source() (string, bool) { return string(m.x.run.Source), m.x.run.Thread != nil }
+
+// Count counts the line: at most store.MaxMessageLines a run,
+// fault.RunMessageCap past them.
+func (m messenger) Count(ctx context.Context) error {
+	_, err := m.x.r.cfg.Store.AddMessageLine(ctx, m.x.run.ID)
+	return err
+}
+
+// Scrub replaces the fleet's secret values, through the webtools λ, which
+// alone reads them.
+func (m messenger) Scrub(ctx context.Context, text string) (string, error) {
+	return m.x.scrub(ctx, text)
+}
+
+// Post posts the line through the slack λ, which has Config.MessageTimeout
+// to take it.
+func (m messenger) Post(ctx context.Context, text string) error {
+	d := m.x.r.cfg.MessageTimeout
 	if d <= 0 {
 		d = MessageTimeout
 	}
-	resp, err := x.post(ctx, thread.Request{Op: thread.OpLine, Text: text}, d)
+	resp, err := m.x.post(ctx, thread.Request{Op: thread.OpLine, Text: text}, d)
 	if err == nil && !resp.Delivered {
 		err = errors.New(resp.Error)
 	}
-	x.noteMessage(ctx, text, err == nil)
-	if err != nil {
-		return tool.Errorf("message: not delivered (%v); it still counts toward the %d lines, and the run goes on", err, store.MaxMessageLines), nil
-	}
-	return tool.Text("Posted to the thread."), nil
+	return err
+}
+
+// Posted records message.posted with the step's events.
+func (m messenger) Posted(text string, delivered bool) {
+	m.x.noteMessage(context.Background(), text, delivered)
 }
 
 // noteMessage records message.posted for a line, delivered or not. It is
@@ -234,7 +228,7 @@ func (x *execution) history(ctx context.Context) ([]model.Message, error) {
 // the conversation, as the user's, and keeps their run.input events for the
 // step's commit. Only a run with a thread has an inbox.
 func (x *execution) takeInbox(ctx context.Context) error {
-	if x.child != nil || x.run.Thread == nil {
+	if x.thread == nil {
 		return nil
 	}
 	msgs, err := x.r.cfg.Store.Inbox(ctx, x.run.ID, x.st.InboxSeen)
@@ -258,7 +252,7 @@ func (x *execution) takeInbox(ctx context.Context) error {
 // (fleet.Slack.MergeSeconds) has passed since the run was recorded, so that
 // the messages of a burst reach the first turn together.
 func (x *execution) awaitBurst(ctx context.Context) {
-	if x.child != nil || x.run.Thread == nil || x.step != 1 || x.def.Slack.MergeSeconds <= 0 {
+	if x.thread == nil || x.step != 1 || x.def.Slack.MergeSeconds <= 0 {
 		return
 	}
 	wait := time.Until(x.run.CreatedAt.Add(time.Duration(x.def.Slack.MergeSeconds) * time.Second))

@@ -4,51 +4,78 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
-// Agents does the work of the six child-agent tools for one agent of a run
-// (the run's own agent, or a child): the runner implements it over the
-// store. Each method gets arguments already checked against the tool's
-// contract and answers the model with a Result; an error is the
-// environment failing, not a mistake the model can fix.
-type Agents interface {
-	Spawn(ctx context.Context, args SpawnAgentArgs) (tool.Result, error)
-	Delegate(ctx context.Context, args SpawnAgentArgs) (tool.Result, error)
-	Wait(ctx context.Context, args WaitAgentArgs) (tool.Result, error)
-	Inspect(ctx context.Context, args InspectAgentArgs) (tool.Result, error)
-	List(ctx context.Context, args ListAgentsArgs) (tool.Result, error)
-	Interrupt(ctx context.Context, args InterruptAgentArgs) (tool.Result, error)
+// Children is what the six child-agent tools need of the runner, for one
+// call of one agent of a run (the run's own agent, or a child): the runner
+// implements it over the store. An error is the environment failing, not
+// a mistake the model can fix, unless a method says otherwise.
+type Children interface {
+	// Grant is what the calling agent holds, which a child's share is
+	// taken from.
+	Grant() Grant
+	// Start records the child and starts its first invocation; name and
+	// args are the call's, which key the record, so that a retried step
+	// gets the same child back. Any error is the model's to see: its text
+	// says why the child was not started.
+	Start(ctx context.Context, name string, args SpawnAgentArgs, c NewChild) (Child, error)
+	// Get returns a child of the run; fault.ChildNotFound for an id the
+	// run never issued.
+	Get(ctx context.Context, id string) (Child, error)
+	// Events returns the child's n latest events.
+	Events(ctx context.Context, id string, n int) ([]Event, error)
+	// List returns the run's children.
+	List(ctx context.Context) ([]Child, error)
+	// Interrupt ends a working child as interrupted by the caller, with
+	// its own children; false when it had already ended.
+	Interrupt(ctx context.Context, c Child) (bool, error)
+	// Cancelled reports whether the run was seen cancelled.
+	Cancelled() bool
 }
 
-// agentTools binds the child-agent specs to a.
-func agentTools(a Agents) map[string]tool.Tool {
-	return map[string]tool.Tool{
-		SpawnAgentSpec.Name():     bind(SpawnAgentSpec, a.Spawn),
-		DelegateAgentSpec.Name():  bind(DelegateAgentSpec, a.Delegate),
-		WaitAgentSpec.Name():      bind(WaitAgentSpec, a.Wait),
-		InspectAgentSpec.Name():   bind(InspectAgentSpec, a.Inspect),
-		ListAgentsSpec.Name():     bind(ListAgentsSpec, a.List),
-		InterruptAgentSpec.Name(): bind(InterruptAgentSpec, a.Interrupt),
-	}
+// Grant is what an agent holds of its fleet's.
+type Grant struct {
+	Tools   []string // sorted
+	Secrets []string // the names of its secrets, sorted
+	Hosts   []string // its host list entries
+	// Depth is 0 for the run's own agent, 1 for a child: a child's
+	// children (limit.ChildDepth) hold no child-agent tools.
+	Depth int
 }
 
-// bound is a tool whose Run decodes the arguments and hands them to run.
-type bound[T any] struct {
-	*tool.Def[T]
-	run func(context.Context, T) (tool.Result, error)
+// NewChild is a child to start: its task and its share.
+type NewChild struct {
+	Task    string
+	Tools   []string
+	Secrets []string
+	Hosts   []string
+	Budget  *ChildBudget // nil: no share of its own
 }
 
-func bind[T any](d *tool.Def[T], run func(context.Context, T) (tool.Result, error)) tool.Tool {
-	return bound[T]{Def: d, run: run}
+// Child is a child agent of the run.
+type Child struct {
+	ID       string
+	ParentID string // "" for a child of the run's own agent
+	Task     string
+	Status   run.ChildStatus
+	Tools    []string
+	// Result is a done child's answer, or why a failed one failed.
+	Result string
+	Spent  Spent
 }
 
-func (b bound[T]) Run(ctx context.Context, args json.RawMessage) (tool.Result, error) {
-	v, res, ok := b.Decode(args)
-	if !ok {
-		return res, nil
-	}
-	return b.run(ctx, v)
+// Spent is what a child has spent. Its JSON is the model's as it always
+// was: {"Tokens": …, "ToolCalls": …}.
+type Spent struct {
+	Tokens    int64
+	ToolCalls int64
+}
+
+// Event is one of a child's events: its type and data, as committed.
+type Event struct {
+	Type string
+	Data json.RawMessage
 }
 
 // IsAgentTool reports whether name is one of the six child-agent tools,

@@ -48,7 +48,7 @@ func TestSpecsAreTheCatalogsRunnerTools(t *testing.T) {
 	if !slices.IsSorted(got) {
 		t.Errorf("Specs() is not sorted by name: %v", got)
 	}
-	if tools := tool.Names(control.Tools(nil, nil, nil, nil)); !slices.Equal(tools, want) {
+	if tools := tool.Names(control.Tools(control.Caller{})); !slices.Equal(tools, want) {
 		t.Errorf("Tools() names = %v, want %v", tools, want)
 	}
 }
@@ -216,7 +216,7 @@ func TestToolsAreNotBuilt(t *testing.T) {
 		"update_plan":     `{"plan":[{"step":"a","status":"pending"}]}`,
 		"wait_agent":      `{"child_id":"c1","timeout_seconds":5}`,
 	}
-	for _, tl := range control.Tools(nil, nil, nil, nil) {
+	for _, tl := range control.Tools(control.Caller{}) {
 		if tl.Name() == "update_plan" {
 			continue // built: TestUpdatePlan
 		}
@@ -257,28 +257,33 @@ func TestUpdatePlan(t *testing.T) {
 	}
 }
 
-// scheduleBook is an in-memory control.Schedules that answers with the
-// tool it was reached as and its decoded arguments.
-type scheduleBook struct{}
+// scheduleBook is an in-memory control.Schedules that records the method
+// it was reached by and its decoded arguments.
+type scheduleBook struct{ got string }
 
-func (scheduleBook) answer(name string, a any) (tool.Result, error) {
+func (s *scheduleBook) note(name string, a any) {
 	b, _ := json.Marshal(a)
-	return tool.Text(name + " " + string(b)), nil
+	s.got = name + " " + string(b)
 }
-func (s scheduleBook) Create(_ context.Context, a control.ScheduleCreateArgs) (tool.Result, error) {
-	return s.answer("create", a)
+func (s *scheduleBook) Create(_ context.Context, a control.ScheduleCreateArgs) (control.Schedule, error) {
+	s.note("create", a)
+	return control.Schedule{}, nil
 }
-func (s scheduleBook) List(_ context.Context, a control.ScheduleListArgs) (tool.Result, error) {
-	return s.answer("list", a)
+func (s *scheduleBook) List(context.Context) ([]control.Schedule, error) {
+	s.note("list", struct{}{})
+	return nil, nil
 }
-func (s scheduleBook) Update(_ context.Context, a control.ScheduleUpdateArgs) (tool.Result, error) {
-	return s.answer("update", a)
+func (s *scheduleBook) Update(_ context.Context, a control.ScheduleUpdateArgs) (control.Schedule, error) {
+	s.note("update", a)
+	return control.Schedule{}, nil
 }
-func (s scheduleBook) Delete(_ context.Context, a control.ScheduleDeleteArgs) (tool.Result, error) {
-	return s.answer("delete", a)
+func (s *scheduleBook) Delete(_ context.Context, id string) error {
+	s.note("delete", control.ScheduleDeleteArgs{ScheduleID: id})
+	return nil
 }
-func (s scheduleBook) Run(_ context.Context, a control.CronRunArgs) (tool.Result, error) {
-	return s.answer("run", a)
+func (s *scheduleBook) Run(_ context.Context, a control.CronRunArgs) (control.ScheduledRun, error) {
+	s.note("run", a)
+	return control.ScheduledRun{}, nil
 }
 
 // TestScheduleToolsBound: with a Schedules, each schedule tool reaches its
@@ -286,10 +291,6 @@ func (s scheduleBook) Run(_ context.Context, a control.CronRunArgs) (tool.Result
 // without a change is refused before it.
 func TestScheduleToolsBound(t *testing.T) {
 	t.Parallel()
-	tools := map[string]tool.Tool{}
-	for _, tl := range control.Tools(nil, nil, scheduleBook{}, nil) {
-		tools[tl.Name()] = tl
-	}
 	for _, tc := range []struct{ name, args, want string }{
 		{"schedule_create", `{"expression":"rate(1 day)","message":"m"}`, `create {"expression":"rate(1 day)","message":"m","timezone":"UTC"}`},
 		{"schedule_list", `{}`, `list {}`},
@@ -299,13 +300,20 @@ func TestScheduleToolsBound(t *testing.T) {
 		{"cron_run", `{"schedule_id":"sch_1"}`, `run {"schedule_id":"sch_1"}`},
 		{"cron_run", `{}`, `cron_run: argument "schedule_id" is required`},
 	} {
-		res, err := tools[tc.name].Run(context.Background(), json.RawMessage(tc.args))
-		if err != nil || !strings.HasPrefix(res.Output, tc.want) {
-			t.Errorf("%s(%s) = %q, %v; want %q", tc.name, tc.args, res.Output, err, tc.want)
+		book := &scheduleBook{}
+		tl, _ := control.Tool(tc.name, control.Caller{Schedules: book})
+		res, err := tl.Run(context.Background(), json.RawMessage(tc.args))
+		got := book.got
+		if got == "" { // refused before the book
+			got = res.Output
+		}
+		if err != nil || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s(%s) = %q (reached %q), %v; want %q", tc.name, tc.args, res.Output, book.got, err, tc.want)
 		}
 	}
 	// The child-agent tools stay unbuilt without Agents.
-	if res, _ := tools["list_agents"].Run(context.Background(), json.RawMessage(`{}`)); !res.IsError {
+	list, _ := control.Tool("list_agents", control.Caller{Schedules: &scheduleBook{}})
+	if res, _ := list.Run(context.Background(), json.RawMessage(`{}`)); !res.IsError {
 		t.Errorf("list_agents without Agents = %q; want an error result", res.Output)
 	}
 }

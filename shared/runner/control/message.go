@@ -1,20 +1,18 @@
 package control
 
 import (
-	"context"
 	_ "embed"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/limit"
-	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed message.txt
 var messageDescription string
 
-// The limits of message beside store.MaxMessageLines.
+// The limits of message beside limit.MessageLines.
 const (
 	// MaxMessageBytes is the longest line message posts, in bytes of UTF-8.
 	MaxMessageBytes = limit.MessageBytes
@@ -29,13 +27,6 @@ type MessageArgs struct {
 	Text string `json:"text"`
 }
 
-// Messenger posts message's lines for one run: the runner implements it
-// through the slack λ. The arguments are already checked against the
-// contract; an error is the environment failing.
-type Messenger interface {
-	Message(ctx context.Context, args MessageArgs) (tool.Result, error)
-}
-
 // MessageSpec is message: it posts one line to the Slack thread that
 // started the run. The argument check refuses a blank text; the cap of
 // MaxMessageBytes is in bytes, which tool.MaxLen (characters) cannot
@@ -45,7 +36,7 @@ var MessageSpec = tool.Define[MessageArgs](tool.About{
 	Description: messageDescription,
 	Rules:       tool.Rules{"text": tool.NotBlank()},
 	Values: map[string]any{
-		"MaxLines":        store.MaxMessageLines,
+		"MaxLines":        limit.MessageLines,
 		"MaxBytes":        MaxMessageBytes,
 		"DeliverySeconds": int(MessageDeliveryTimeout / time.Second),
 		"CapCode":         fault.RunMessageCap.ID(),

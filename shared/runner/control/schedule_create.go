@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -38,8 +38,8 @@ var ScheduleCreateSpec = tool.Define[ScheduleCreateArgs](tool.About{
 		"timezone":   tool.NotBlank().Default(DefaultTimezone),
 	},
 	Values: map[string]any{
-		"MaxSchedules":      store.MaxSchedules,
-		"MaxFleetSchedules": store.MaxFleetSchedules,
+		"MaxSchedules":      limit.Schedules,
+		"MaxFleetSchedules": limit.FleetSchedules,
 		"FleetCapCode":      fault.SchedFleetCap.ID(),
 		"TotalCapCode":      fault.SchedTotalCap.ID(),
 	},

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -23,7 +23,7 @@ var ScheduleDeleteSpec = tool.Define[ScheduleDeleteArgs](tool.About{
 	Description: scheduleDeleteDescription,
 	Rules:       tool.Rules{"schedule_id": tool.NotBlank()},
 	Values: map[string]any{
-		"MaxFleetSchedules": store.MaxFleetSchedules,
+		"MaxFleetSchedules": limit.FleetSchedules,
 		"PersonOwnsCode":    fault.SchedPersonOwns.ID(),
 		"NotFoundCode":      fault.SchedNotFound.ID(),
 	},

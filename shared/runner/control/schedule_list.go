@@ -3,7 +3,7 @@ package control
 import (
 	_ "embed"
 
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -19,7 +19,7 @@ var ScheduleListSpec = tool.Define[ScheduleListArgs](tool.About{
 	Name:        "schedule_list",
 	Description: scheduleListDescription,
 	Values: map[string]any{
-		"MaxSchedules":      store.MaxSchedules,
-		"MaxFleetSchedules": store.MaxFleetSchedules,
+		"MaxSchedules":      limit.Schedules,
+		"MaxFleetSchedules": limit.FleetSchedules,
 	},
 })

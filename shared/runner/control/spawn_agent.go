@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -48,9 +48,9 @@ var childRules = tool.Rules{
 
 // childValues are the figures and codes the child-agent descriptions state.
 var childValues = map[string]any{
-	"MaxRunning":      store.MaxChildrenRunning,
-	"MaxTotal":        store.MaxChildrenTotal,
-	"MaxDepth":        store.MaxChildDepth,
+	"MaxRunning":      limit.ChildrenRunning,
+	"MaxTotal":        limit.ChildrenTotal,
+	"MaxDepth":        limit.ChildDepth,
 	"CapCode":         fault.ChildCapReached.ID(),
 	"ToolNotHeldCode": fault.ChildToolNotHeld.ID(),
 	"NotFoundCode":    fault.ChildNotFound.ID(),

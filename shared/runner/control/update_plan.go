@@ -85,3 +85,7 @@ func (t *UpdatePlan) Run(_ context.Context, raw json.RawMessage) (tool.Result, e
 	}
 	return tool.Text("Plan updated"), nil
 }
+
+func init() {
+	implement(UpdatePlanSpec, implementation{build: func(c Caller) tool.Tool { return NewUpdatePlan(c.Plan) }})
+}
