@@ -8,7 +8,7 @@
 //
 // Who uses it: the HTTP API (people: store.ActorPerson), the runner's
 // schedule tools and cron_run (the fleet: store.ActorFleet, through
-// Keeper.Book, a runner.ScheduleBook), and the schedule function. A run a
+// Keeper.Book, which the runner takes as its ScheduleBook), and the schedule function. A run a
 // schedule starts is recorded and started through start.Run, with source
 // schedule and no thread.
 //
