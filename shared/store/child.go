@@ -15,13 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 )
 
 // Child-agent limits from the specification.
 const (
-	MaxChildrenRunning = 4  // children working at once, per run
-	MaxChildrenTotal   = 16 // children started in all, per run
-	MaxChildDepth      = 2  // children (1) and grandchildren (2)
+	MaxChildrenRunning = limit.ChildrenRunning // children working at once, per run
+	MaxChildrenTotal   = limit.ChildrenTotal   // children started in all, per run
+	MaxChildDepth      = limit.ChildDepth      // children (1) and grandchildren (2)
 )
 
 // ChildStatus is a child agent's status.

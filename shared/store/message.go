@@ -9,10 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 )
 
 // MaxMessageLines is how many message lines a run may post.
-const MaxMessageLines = 8
+const MaxMessageLines = limit.MessageLines
 
 // AddMessageLine counts one more message line for the run and returns its
 // number (1 to MaxMessageLines). The count is one conditional write, so

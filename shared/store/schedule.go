@@ -15,12 +15,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 )
 
 // Schedule limits from the specification.
 const (
-	MaxSchedules      = 32 // schedules a fleet holds in total
-	MaxFleetSchedules = 16 // of which the fleet created itself
+	MaxSchedules      = limit.Schedules      // schedules a fleet holds in total
+	MaxFleetSchedules = limit.FleetSchedules // of which the fleet created itself
 )
 
 // Actor is who asks for a schedule change: a person (API, CLI), the fleet
