@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 //go:embed message.txt
 var messageDescription string
 
-// The limits of message beside store.MaxMessageLines.
+// The limits of message beside limit.MessageLines.
 const (
 	// MaxMessageBytes is the longest line message posts, in bytes of UTF-8.
 	MaxMessageBytes = 4096
@@ -39,12 +39,15 @@ type Messenger interface {
 // started the run. The argument check refuses a blank text; the cap of
 // MaxMessageBytes is in bytes, which tool.MaxLen (characters) cannot
 // state, so the tool checks it when built.
-var MessageSpec = tool.Define[MessageArgs](tool.About{
+var MessageSpec = tool.DefineIn[MessageArgs](&contracts, tool.About{
 	Name:        "message",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeControl,
+	Summary:     "Posts one progress line to the Slack thread that started the run",
 	Description: messageDescription,
 	Rules:       tool.Rules{"text": tool.NotBlank()},
 	Values: map[string]any{
-		"MaxLines":        store.MaxMessageLines,
+		"MaxLines":        limit.MessageLines,
 		"MaxBytes":        MaxMessageBytes,
 		"DeliverySeconds": int(MessageDeliveryTimeout / time.Second),
 		"CapCode":         fault.RunMessageCap.ID(),

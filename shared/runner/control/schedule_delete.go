@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -18,12 +18,15 @@ type ScheduleDeleteArgs struct {
 
 // ScheduleDeleteSpec is schedule_delete: it deletes a schedule the fleet
 // created (store.DeleteSchedule as the fleet).
-var ScheduleDeleteSpec = tool.Define[ScheduleDeleteArgs](tool.About{
+var ScheduleDeleteSpec = tool.DefineIn[ScheduleDeleteArgs](&contracts, tool.About{
 	Name:        "schedule_delete",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Deletes a schedule the fleet created",
 	Description: scheduleDeleteDescription,
 	Rules:       tool.Rules{"schedule_id": tool.NotBlank()},
 	Values: map[string]any{
-		"MaxFleetSchedules": store.MaxFleetSchedules,
+		"MaxFleetSchedules": limit.FleetSchedules,
 		"PersonOwnsCode":    fault.SchedPersonOwns.ID(),
 		"NotFoundCode":      fault.SchedNotFound.ID(),
 	},

@@ -4,7 +4,7 @@ import (
 	_ "embed"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -48,9 +48,9 @@ var childRules = tool.Rules{
 
 // childValues are the figures and codes the child-agent descriptions state.
 var childValues = map[string]any{
-	"MaxRunning":      store.MaxChildrenRunning,
-	"MaxTotal":        store.MaxChildrenTotal,
-	"MaxDepth":        store.MaxChildDepth,
+	"MaxRunning":      limit.ChildrenRunning,
+	"MaxTotal":        limit.ChildrenTotal,
+	"MaxDepth":        limit.ChildDepth,
 	"CapCode":         fault.ChildCapReached.ID(),
 	"ToolNotHeldCode": fault.ChildToolNotHeld.ID(),
 	"NotFoundCode":    fault.ChildNotFound.ID(),
@@ -58,8 +58,11 @@ var childValues = map[string]any{
 
 // SpawnAgentSpec is spawn_agent: it starts a child agent on a task and
 // answers its child_id at once (store.StartChild).
-var SpawnAgentSpec = tool.Define[SpawnAgentArgs](tool.About{
+var SpawnAgentSpec = tool.DefineIn[SpawnAgentArgs](&contracts, tool.About{
 	Name:        "spawn_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Starts a child agent on a task and returns its child_id at once",
 	Description: spawnAgentDescription,
 	Rules:       childRules,
 	Values:      childValues,
