@@ -38,10 +38,7 @@ func tools(args []string, out io.Writer) error {
 	if *output != "text" && *output != "json" {
 		return fmt.Errorf("%w: --output is text or json, not %q", errUsage, *output)
 	}
-	all, err := toolbox.All()
-	if err != nil {
-		return err
-	}
+	all := toolbox.All()
 	if names := fs.Args(); len(names) > 0 {
 		var picked []toolbox.Entry
 		for _, name := range names {

@@ -1,5 +1,6 @@
 // Package fleet provides the fleet Definition: its file format, parsing and
-// validation, the catalog of tool names with their scopes, the network host
+// validation, the tool names and scopes it allows (checked against the
+// catalog, shared/toolbox, which the tools' contracts make), the network host
 // list, and the canonical JSON form a revision is stored in. It talks to no
 // AWS service; the secrets it names live in AWS Secrets Manager and are read
 // only by the webtools λ.

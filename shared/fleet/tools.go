@@ -7,143 +7,89 @@ import (
 	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/toolbox"
 )
 
-// Location says which part of agentsfleet executes a tool.
-type Location string
+// Location says which part of agentsfleet executes a tool; each tool's
+// contract says (tool.About.RunsIn).
+type Location = tool.Location
 
 // The places a tool can run.
 const (
 	// InSandbox: sandboxd, inside the run's Fargate sandbox.
-	InSandbox Location = "sandbox"
+	InSandbox = tool.InSandbox
 	// InWebtools: the webtools λ, the egress side with the credential firewall.
-	InWebtools Location = "webtools"
+	InWebtools = tool.InWebtools
 	// InRunner: the runner λ itself (control tools).
-	InRunner Location = "runner"
+	InRunner = tool.InRunner
 	// InDisplay: the sandbox's headless browser, present only where the
 	// image carries one. See AvailableTools.
-	InDisplay Location = "display"
+	InDisplay = tool.InDisplay
 )
 
-// The scopes an API key needs to apply a Definition that allows a tool.
-// A key that applies a Definition must carry the scope of every tool in it;
-// see RequiredScopes and CheckScopes. No scope implies another.
+// The scopes an API key needs to apply a Definition that allows a tool;
+// each tool's contract names its own (tool.About.Scope). A key that applies
+// a Definition must carry the scope of every tool in it; see RequiredScopes
+// and CheckScopes. No scope implies another.
 const (
 	// ScopeFiles: read, glob, list — reading the agent's files.
-	ScopeFiles = "tools:files"
+	ScopeFiles = tool.ScopeFiles
 	// ScopeSearch: grep, webfetch, websearch — searching files and the public web.
-	ScopeSearch = "tools:search"
+	ScopeSearch = tool.ScopeSearch
 	// ScopeWrite: apply_patch — changing files in the writable roots, without
 	// running anything.
-	ScopeWrite = "tools:write"
+	ScopeWrite = tool.ScopeWrite
 	// ScopeExecute: bash, exec_command, write_stdin — running processes, the
 	// strongest sandbox scope.
-	ScopeExecute = "tools:execute"
+	ScopeExecute = tool.ScopeExecute
 	// ScopeNetwork: http_request, web_fetch, pushover — requests to the
 	// fleet's network host list, with secrets filled in.
-	ScopeNetwork = "tools:network"
+	ScopeNetwork = tool.ScopeNetwork
 	// ScopeControl: update_plan, message — talking to the thread that started the run.
-	ScopeControl = "tools:control"
+	ScopeControl = tool.ScopeControl
 	// ScopeSchedule: the schedule tools and cron_run — starting later runs.
-	ScopeSchedule = "tools:schedule"
+	ScopeSchedule = tool.ScopeSchedule
 	// ScopeAgents: the six child-agent tools — more agents on the run's budget.
-	ScopeAgents = "tools:agents"
+	ScopeAgents = tool.ScopeAgents
 	// ScopeBrowser: browser_open, screenshot — driving a headless browser.
-	ScopeBrowser = "tools:browser"
+	ScopeBrowser = tool.ScopeBrowser
 )
 
-// ToolInfo describes one tool agentsfleet knows.
-type ToolInfo struct {
-	// Name is the tool name a Definition lists and the model calls.
-	Name string
-	// Builtin is true for the seven tools of the built-in tools page
-	// (read, grep, glob, list, bash, webfetch, websearch).
-	Builtin bool
-	// RunsIn is where the tool executes.
-	RunsIn Location
-	// Scope is the API-key scope needed to allow the tool in a Definition.
-	Scope string
-	// Summary is a one-line description for people (not the model prompt).
-	Summary string
-}
+// ToolInfo describes one tool agentsfleet knows: its name, whether it is
+// one of the seven built-in tools, where it runs, its scope and a summary
+// for people, as its contract gives them.
+type ToolInfo = tool.Info
 
-// catalog is the single list of tools. Keep it sorted by name.
-var catalog = []ToolInfo{
-	{"apply_patch", false, InSandbox, ScopeWrite, "Applies a *** Begin Patch patch to the writable roots, all or nothing"},
-	{"bash", true, InSandbox, ScopeExecute, "Runs a shell command as a confined process"},
-	{"browser_open", false, InDisplay, ScopeBrowser, "Opens a page in the sandbox's headless browser"},
-	{"cron_run", false, InRunner, ScopeSchedule, "Starts a run of one of the fleet's schedules now"},
-	{"delegate_agent", false, InRunner, ScopeAgents, "Starts a child agent on a task and waits for its answer"},
-	{"exec_command", false, InSandbox, ScopeExecute, "Starts a process the fleet drives across calls"},
-	{"glob", true, InSandbox, ScopeFiles, "Finds files by path pattern"},
-	{"grep", true, InSandbox, ScopeSearch, "Searches file contents with a regular expression"},
-	{"http_request", false, InWebtools, ScopeNetwork, "Sends an HTTP request to a host on the network host list, filling secret references"},
-	{"inspect_agent", false, InRunner, ScopeAgents, "Reports a child agent's status and progress"},
-	{"interrupt_agent", false, InRunner, ScopeAgents, "Stops a working child agent"},
-	{"list", true, InSandbox, ScopeFiles, "Lists a directory"},
-	{"list_agents", false, InRunner, ScopeAgents, "Lists the run's child agents and their statuses"},
-	{"message", false, InRunner, ScopeControl, "Posts one progress line to the Slack thread that started the run"},
-	{"pushover", false, InWebtools, ScopeNetwork, "Sends a Pushover notification"},
-	{"read", true, InSandbox, ScopeFiles, "Reads a text file as numbered lines"},
-	{"schedule_create", false, InRunner, ScopeSchedule, "Creates a schedule for a later run of this fleet"},
-	{"schedule_delete", false, InRunner, ScopeSchedule, "Deletes a schedule the fleet created"},
-	{"schedule_list", false, InRunner, ScopeSchedule, "Lists the fleet's schedules"},
-	{"schedule_update", false, InRunner, ScopeSchedule, "Changes a schedule the fleet created"},
-	{"screenshot", false, InDisplay, ScopeBrowser, "Captures the headless browser's page as an image"},
-	{"spawn_agent", false, InRunner, ScopeAgents, "Starts a child agent on a task and returns its child_id at once"},
-	{"update_plan", false, InRunner, ScopeControl, "Records the plan's steps, shown in the thread"},
-	{"wait_agent", false, InRunner, ScopeAgents, "Waits for a child agent to finish and returns its answer"},
-	{"web_fetch", false, InWebtools, ScopeNetwork, "Fetches an HTTPS page from a host on the network host list"},
-	{"webfetch", true, InWebtools, ScopeSearch, "Fetches a public web page as text"},
-	{"websearch", true, InWebtools, ScopeSearch, "Searches the web"},
-	{"write_stdin", false, InSandbox, ScopeExecute, "Sends input to a process exec_command started"},
-}
-
-// catalogIndex maps a tool name to its position in catalog.
-var catalogIndex = func() map[string]int {
-	m := make(map[string]int, len(catalog))
-	for i, t := range catalog {
-		m[t.Name] = i
-	}
-	return m
-}()
-
-// Tools returns every tool agentsfleet knows, sorted by name. The caller
-// owns the returned slice.
+// Tools returns every tool agentsfleet knows, sorted by name: the catalog
+// (shared/toolbox), made from the tools' contracts. The caller owns the
+// returned slice.
 func Tools() []ToolInfo {
-	return slices.Clone(catalog)
+	all := toolbox.All()
+	out := make([]ToolInfo, len(all))
+	for i, e := range all {
+		out[i] = e.Info
+	}
+	return out
 }
 
 // ToolNames returns the names of every known tool, sorted.
-func ToolNames() []string {
-	names := make([]string, len(catalog))
-	for i, t := range catalog {
-		names[i] = t.Name
-	}
-	return names
-}
+func ToolNames() []string { return toolbox.Names() }
 
 // LookupTool returns the tool called name. Names are case-sensitive.
 func LookupTool(name string) (ToolInfo, bool) {
-	i, ok := catalogIndex[name]
-	if !ok {
-		return ToolInfo{}, false
-	}
-	return catalog[i], true
+	e, ok := toolbox.Lookup(name)
+	return e.Info, ok
 }
 
 // Scopes returns every tool scope, sorted.
 func Scopes() []string {
-	seen := map[string]bool{}
 	var out []string
-	for _, t := range catalog {
-		if !seen[t.Scope] {
-			seen[t.Scope] = true
-			out = append(out, t.Scope)
-		}
+	for _, t := range Tools() {
+		out = append(out, t.Scope)
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }
 
 // AvailableTools returns the names of the tools a deployment can run,
@@ -152,7 +98,7 @@ func Scopes() []string {
 // browser passes false and hands the result to Definition.CheckAvailable.
 func AvailableTools(display bool) []string {
 	var names []string
-	for _, t := range catalog {
+	for _, t := range Tools() {
 		if t.RunsIn == InDisplay && !display {
 			continue
 		}
@@ -285,11 +231,11 @@ func nearestTool(name string) string {
 	}
 	folded := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(name)), "-", "_")
 	best, bestD, ties := "", 3, 0
-	for _, t := range catalog {
-		d := editDistance(folded, t.Name)
+	for _, known := range toolbox.Names() {
+		d := editDistance(folded, known)
 		switch {
 		case d < bestD:
-			best, bestD, ties = t.Name, d, 1
+			best, bestD, ties = known, d, 1
 		case d == bestD:
 			ties++
 		}

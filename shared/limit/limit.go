@@ -4,8 +4,8 @@
 // enforces one names it from here, so that a figure of the specification
 // is written once.
 //
-// It imports only the standard library's time, so that any package (the Definition parser, the
-// store, the HTTP API's shapes) may use it.
+// It imports only the standard library's time, so that any package (a
+// tool's contract, the store, the HTTP API's shapes) may use it.
 package limit
 
 import "time"

@@ -17,8 +17,11 @@ type ApplyPatchArgs struct {
 
 // ApplyPatch is apply_patch's contract: applies a *** Begin Patch patch to
 // the writable roots, all or nothing.
-var ApplyPatch = tool.Define[ApplyPatchArgs](tool.About{
+var ApplyPatch = tool.DefineIn[ApplyPatchArgs](&contracts, tool.About{
 	Name:        "apply_patch",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeWrite,
+	Summary:     "Applies a *** Begin Patch patch to the writable roots, all or nothing",
 	Description: applyPatchText,
 	Rules:       tool.Rules{"input": tool.NotBlank()},
 })

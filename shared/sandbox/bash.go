@@ -22,8 +22,12 @@ type BashArgs struct {
 }
 
 // Bash is bash's contract: runs a shell command as a confined process.
-var Bash = tool.Define[BashArgs](tool.About{
+var Bash = tool.DefineIn[BashArgs](&contracts, tool.About{
 	Name:        "bash",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeExecute,
+	Builtin:     true,
+	Summary:     "Runs a shell command as a confined process",
 	Description: bashText,
 	Rules:       tool.Rules{"command": tool.NotBlank()},
 	Values: map[string]any{

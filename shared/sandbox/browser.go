@@ -7,7 +7,7 @@ import (
 )
 
 // The display tools run in the sandbox's headless browser, which the
-// sandbox image does not carry yet; see fleet.InDisplay.
+// sandbox image does not carry yet; see tool.InDisplay.
 
 //go:embed browser_open.txt
 var browserOpenText string
@@ -25,10 +25,22 @@ type ScreenshotArgs struct{}
 
 // BrowserOpen is browser_open's contract: opens a page in the headless
 // browser.
-var BrowserOpen = tool.Define[BrowserOpenArgs](tool.About{Name: "browser_open", Description: browserOpenText})
+var BrowserOpen = tool.DefineIn[BrowserOpenArgs](&contracts, tool.About{
+	Name:        "browser_open",
+	RunsIn:      tool.InDisplay,
+	Scope:       tool.ScopeBrowser,
+	Summary:     "Opens a page in the sandbox's headless browser",
+	Description: browserOpenText,
+})
 
 // Screenshot is screenshot's contract: captures the browser's page.
-var Screenshot = tool.Define[ScreenshotArgs](tool.About{Name: "screenshot", Description: screenshotText})
+var Screenshot = tool.DefineIn[ScreenshotArgs](&contracts, tool.About{
+	Name:        "screenshot",
+	RunsIn:      tool.InDisplay,
+	Scope:       tool.ScopeBrowser,
+	Summary:     "Captures the headless browser's page as an image",
+	Description: screenshotText,
+})
 
 // NoBrowser is why the display tools cannot run: sandboxd serves them, and
 // answers every call with this.

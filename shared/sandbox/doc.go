@@ -1,6 +1,10 @@
 // Package sandbox holds the contract shared by the sandbox tools and sandboxd:
 // the tool Result the model sees, the Tool interface every tool implements,
-// and Roots, the set of directories a fleet's tools may reach.
+// and Roots, the set of directories a fleet's tools may reach. It holds the
+// sandbox tools' contracts too (Specs): each one's arguments, description,
+// where it runs and the scope it needs, from which the catalog
+// (shared/toolbox) is made. It imports nothing of agentsfleet but
+// shared/tool, so every λ can read them.
 //
 // The implementations live beside it: confine runs confined processes,
 // files holds read/glob/list, shell holds bash/grep, session holds

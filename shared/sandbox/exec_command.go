@@ -37,8 +37,11 @@ type ExecCommandArgs struct {
 
 // ExecCommand is exec_command's contract: starts a process the fleet
 // drives across calls.
-var ExecCommand = tool.Define[ExecCommandArgs](tool.About{
+var ExecCommand = tool.DefineIn[ExecCommandArgs](&contracts, tool.About{
 	Name:        "exec_command",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeExecute,
+	Summary:     "Starts a process the fleet drives across calls",
 	Description: execCommandText,
 	Rules: tool.Rules{
 		"cmd":               tool.NotBlank(),

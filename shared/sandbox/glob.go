@@ -24,8 +24,12 @@ type GlobArgs struct {
 }
 
 // Glob is glob's contract: finds files by path pattern.
-var Glob = tool.Define[GlobArgs](tool.About{
+var Glob = tool.DefineIn[GlobArgs](&contracts, tool.About{
 	Name:        "glob",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeFiles,
+	Builtin:     true,
+	Summary:     "Finds files by path pattern",
 	Description: globText,
 	Rules: tool.Rules{
 		"max_results": tool.Min(1).Max(GlobMaxResults).Clamp().Default(GlobDefaultResults),

@@ -27,8 +27,12 @@ type GrepArgs struct {
 }
 
 // Grep is grep's contract: searches file contents with a regular expression.
-var Grep = tool.Define[GrepArgs](tool.About{
+var Grep = tool.DefineIn[GrepArgs](&contracts, tool.About{
 	Name:        "grep",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeSearch,
+	Builtin:     true,
+	Summary:     "Searches file contents with a regular expression",
 	Description: grepText,
 	Rules: tool.Rules{
 		"ignore_case": tool.Default(false),

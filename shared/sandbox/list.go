@@ -20,8 +20,12 @@ type ListArgs struct {
 }
 
 // List is list's contract: lists a directory.
-var List = tool.Define[ListArgs](tool.About{
+var List = tool.DefineIn[ListArgs](&contracts, tool.About{
 	Name:        "list",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeFiles,
+	Builtin:     true,
+	Summary:     "Lists a directory",
 	Description: listText,
 	Values:      map[string]any{"MaxEntries": ListMaxEntries},
 })

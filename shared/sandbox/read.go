@@ -25,8 +25,12 @@ type ReadArgs struct {
 }
 
 // Read is read's contract: reads a text file as numbered lines.
-var Read = tool.Define[ReadArgs](tool.About{
+var Read = tool.DefineIn[ReadArgs](&contracts, tool.About{
 	Name:        "read",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeFiles,
+	Builtin:     true,
+	Summary:     "Reads a text file as numbered lines",
 	Description: readText,
 	Rules: tool.Rules{
 		"offset": tool.Min(1).Default(1),

@@ -46,8 +46,11 @@ func (id *SessionID) UnmarshalJSON(b []byte) error {
 
 // WriteStdin is write_stdin's contract: sends input to a process
 // exec_command started, and polls it.
-var WriteStdin = tool.Define[WriteStdinArgs](tool.About{
+var WriteStdin = tool.DefineIn[WriteStdinArgs](&contracts, tool.About{
 	Name:        "write_stdin",
+	RunsIn:      tool.InSandbox,
+	Scope:       tool.ScopeExecute,
+	Summary:     "Sends input to a process exec_command started",
 	Description: writeStdinText,
 	Rules: tool.Rules{
 		"session_id":        tool.Min(0),

@@ -9,6 +9,13 @@
 // schema the model is shown, the description's numbers and the validation
 // cannot drift apart.
 //
+// A product tool's Spec also says where it runs (InSandbox, InWebtools,
+// InRunner, InDisplay), the API-key scope a Definition that allows it
+// needs, and a summary for people (About, Info). A contract package
+// defines its tools into a Set (DefineIn), so that its list of tools is
+// the contracts themselves; the catalog (shared/toolbox) is every such
+// contract, and nothing else names a tool.
+//
 // Two channels, as everywhere in agentsfleet: a mistake the model can fix
 // (a wrong argument, a path outside its data) is an error Result it sees and
 // acts on; a broken environment is a Go error.

@@ -25,6 +25,9 @@ type Spec interface {
 	// Check validates args exactly as Run does before it acts, without
 	// acting: ok false comes with the error Result that Run would return.
 	Check(args json.RawMessage) (res Result, ok bool)
+	// Info is the catalog's record of the tool: where it runs, the scope
+	// it needs, its summary for people.
+	Info() Info
 }
 
 // Tool is one named action. Run validates args (the tool's JSON arguments
@@ -40,6 +43,18 @@ type Tool interface {
 type About struct {
 	// Name is the tool's name.
 	Name string
+	// RunsIn is where the tool executes, for a tool of the product; the
+	// catalog (shared/toolbox) is every contract that says. With it, Scope
+	// and Summary are required.
+	RunsIn Location
+	// Scope is the API-key scope a Definition that allows the tool needs
+	// (ScopeFiles, …).
+	Scope string
+	// Builtin marks the seven tools of the built-in tools page.
+	Builtin bool
+	// Summary is a one-line description for people, such as `agentsfleet
+	// tools` prints; the model is told Description.
+	Summary string
 	// Description is the model-facing description (usually embedded from
 	// the tool's .txt file). Its numbers come from the Rules and Values
 	// rather than being typed again: {{default "limit"}}, {{max "limit"}}
@@ -58,7 +73,7 @@ type About struct {
 // embed a *Def[T] to get Name, Description, Schema and Check, and call
 // Decode in Run. Def is safe for concurrent use.
 type Def[T any] struct {
-	name        string
+	info        Info
 	description string
 	schema      json.RawMessage
 	args        *node
@@ -76,6 +91,10 @@ var _ Spec = (*Def[struct{}])(nil)
 // rule naming no field, a default out of its own range, an unknown
 // template key): a programming error that any test of the package finds.
 func Define[T any](a About) *Def[T] {
+	info := Info{Name: a.Name, Builtin: a.Builtin, RunsIn: a.RunsIn, Scope: a.Scope, Summary: a.Summary}
+	if err := info.check(); err != nil {
+		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
+	}
 	n, err := buildNode(reflect.TypeFor[T](), a.Rules, "")
 	if err != nil {
 		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
@@ -94,11 +113,14 @@ func Define[T any](a About) *Def[T] {
 	if err != nil {
 		panic(fmt.Sprintf("tool.Define %s: schema: %v", a.Name, err))
 	}
-	return &Def[T]{name: a.Name, description: desc, schema: schema, args: n}
+	return &Def[T]{info: info, description: desc, schema: schema, args: n}
 }
 
 // Name is the tool's name.
-func (d *Def[T]) Name() string { return d.name }
+func (d *Def[T]) Name() string { return d.info.Name }
+
+// Info is the tool's place, scope and summary, as its About gave them.
+func (d *Def[T]) Info() Info { return d.info }
 
 // Description is the model-facing description, its template executed.
 func (d *Def[T]) Description() string { return d.description }
@@ -127,7 +149,7 @@ func (d *Def[T]) Decode(args json.RawMessage) (v T, res Result, ok bool) {
 		args = json.RawMessage("{}")
 	}
 	if msg := d.args.decode(args, reflect.ValueOf(&v).Elem(), ""); msg != "" {
-		return v, Errorf("%s: %s", d.name, msg), false
+		return v, Errorf("%s: %s", d.info.Name, msg), false
 	}
 	return v, Result{}, true
 }
@@ -135,7 +157,7 @@ func (d *Def[T]) Decode(args json.RawMessage) (v T, res Result, ok bool) {
 // Refuse returns the error Result for an argument the tool refuses after
 // decoding, in the wording Decode uses: "NAME: argument "ARG" REASON".
 func (d *Def[T]) Refuse(arg, reason string, a ...any) Result {
-	return Errorf("%s: argument %q %s", d.name, arg, fmt.Sprintf(reason, a...))
+	return Errorf("%s: argument %q %s", d.info.Name, arg, fmt.Sprintf(reason, a...))
 }
 
 // Unbuilt returns a Tool for spec that this version of agentsfleet does not

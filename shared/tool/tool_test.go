@@ -178,6 +178,10 @@ func TestDefinePanicsOnProgrammingErrors(t *testing.T) {
 		"no maximum":           {Name: "x", Description: `{{max "path"}}`},
 		"another form":         {Name: "x", Description: `{{if .Nope}}x{{end}}`},
 		"unclosed":             {Name: "x", Description: `at most {{max "limit"`},
+		"a place, no scope":    {Name: "x", RunsIn: tool.InSandbox, Summary: "s"},
+		"a place, no summary":  {Name: "x", RunsIn: tool.InSandbox, Scope: tool.ScopeFiles},
+		"no such place":        {Name: "x", RunsIn: "moon", Scope: tool.ScopeFiles, Summary: "s"},
+		"a scope, no place":    {Name: "x", Scope: tool.ScopeFiles},
 	} {
 		func() {
 			defer func() {

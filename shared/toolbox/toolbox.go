@@ -1,99 +1,117 @@
-// Package toolbox joins the catalog of tool names (shared/fleet: where each
-// tool runs and the scope it needs) with every tool's contract (shared/tool
-// specs from the sandbox, web and control packages), so that the runner and
-// the CLI see one list: name, place, scope, description and schema.
+// Package toolbox is the catalog of agentsfleet's tools, made from their
+// contracts: every tool.Spec of the three contract packages — shared/sandbox
+// (sandboxd's tools and the display tools), shared/web/spec (the web tools)
+// and shared/runner/control (the control tools) — each carrying its name,
+// where it runs, the scope a Definition that allows it needs, and its
+// summary (tool.About). shared/fleet checks a Definition's tool names and
+// scopes against it; the runner and the CLI read each tool's description
+// and schema from it.
 //
-// The catalog stays the one list of names. Its tests fail when a package's
-// specs and the catalog disagree, in either direction. The package is
-// cgo-free.
+// So adding a tool is its contract (tool.DefineIn, with RunsIn and Scope),
+// its description (the .txt file the contract embeds) and its
+// implementation, registered where its place runs tools (sandboxd's
+// server.Tools, web.NewService, control.Tools). Nothing here names a tool.
+//
+// The package links the contracts and nothing that runs them: no HTML
+// stack, no model, no agent loop, no AWS SDK client, no cgo, so that every
+// λ that reads a Definition can link it; its tests check that.
 package toolbox
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
-	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
-	"github.com/agentsfleet/agentsfleet/shared/web"
+	webspec "github.com/agentsfleet/agentsfleet/shared/web/spec"
 )
 
 // Entry is one tool: its catalog record and its contract.
 type Entry struct {
-	fleet.ToolInfo
+	tool.Info
 	Spec tool.Spec
 }
 
-// specs returns every contract, by the places whose packages define them.
-func specs() map[fleet.Location][]tool.Spec {
-	return map[fleet.Location][]tool.Spec{
-		fleet.InSandbox:  sandbox.Specs(), // with the display tools, which sandboxd serves
-		fleet.InWebtools: web.Specs(),
-		fleet.InRunner:   control.Specs(),
+// source is one contract package: its specs, and the places its tools may
+// say they run in.
+type source struct {
+	pkg    string
+	specs  []tool.Spec
+	places []tool.Location
+}
+
+// sources are the contract packages. A tool's own contract says where it
+// runs; its package must be the one that place serves tools from.
+func sources() []source {
+	return []source{
+		{"shared/sandbox", sandbox.Specs(), []tool.Location{tool.InSandbox, tool.InDisplay}}, // sandboxd serves the display tools
+		{"shared/web/spec", webspec.Specs(), []tool.Location{tool.InWebtools}},
+		{"shared/runner/control", control.Specs(), []tool.Location{tool.InRunner}},
 	}
 }
 
-// byName is every spec by name, with the place its package says it runs.
-var byName, byNameErr = func() (map[string]placed, error) {
-	m := map[string]placed{}
-	for loc, list := range specs() {
-		for _, s := range list {
-			if _, dup := m[s.Name()]; dup {
-				return nil, fmt.Errorf("two contracts for tool %q", s.Name())
-			}
-			m[s.Name()] = placed{s, loc}
-		}
-	}
-	return m, nil
-}()
+// catalog is every tool, sorted by name; byName indexes it.
+var catalog, byName = mustBuild(sources())
 
-type placed struct {
-	spec tool.Spec
-	loc  fleet.Location
+func mustBuild(srcs []source) ([]Entry, map[string]int) {
+	entries, err := build(srcs)
+	if err != nil {
+		panic("toolbox: " + err.Error()) // a contract is wrong: any test finds it
+	}
+	index := make(map[string]int, len(entries))
+	for i, e := range entries {
+		index[e.Name] = i
+	}
+	return entries, index
 }
 
-// All returns every tool of the catalog, sorted by name, each with its
-// contract. It fails when the catalog and the contracts disagree: a name in
-// one and not the other, or a tool whose catalog place is not where its
-// contract's package runs it (display tools run in the sandbox).
-func All() ([]Entry, error) {
-	if byNameErr != nil {
-		return nil, byNameErr
-	}
+// build makes the catalog from srcs. It fails on a contract that does not
+// say where it runs, one whose place is not its package's, and two
+// contracts of one name.
+func build(srcs []source) ([]Entry, error) {
 	var out []Entry
-	seen := map[string]bool{}
-	for _, info := range fleet.Tools() {
-		p, ok := byName[info.Name]
-		if !ok {
-			return nil, fmt.Errorf("the catalog names tool %q, which has no contract", info.Name)
-		}
-		runs := info.RunsIn
-		if runs == fleet.InDisplay {
-			runs = fleet.InSandbox
-		}
-		if runs != p.loc {
-			return nil, fmt.Errorf("the catalog runs tool %q in the %s, its contract in the %s", info.Name, info.RunsIn, p.loc)
-		}
-		seen[info.Name] = true
-		out = append(out, Entry{ToolInfo: info, Spec: p.spec})
-	}
-	for name := range byName {
-		if !seen[name] {
-			return nil, fmt.Errorf("tool %q has a contract but is not in the catalog", name)
+	from := map[string]string{}
+	for _, src := range srcs {
+		for _, s := range src.specs {
+			info := s.Info()
+			switch {
+			case info.Name != s.Name():
+				return nil, fmt.Errorf("%s: the contract of %q is named %q in its Info", src.pkg, s.Name(), info.Name)
+			case info.RunsIn == "":
+				return nil, fmt.Errorf("%s: the contract of %q does not say where it runs (tool.About.RunsIn)", src.pkg, s.Name())
+			case !slices.Contains(src.places, info.RunsIn):
+				return nil, fmt.Errorf("%s: the contract of %q runs it in the %s, which does not serve tools from %s", src.pkg, s.Name(), info.RunsIn, src.pkg)
+			case from[s.Name()] != "":
+				return nil, fmt.Errorf("two contracts for tool %q, in %s and %s", s.Name(), from[s.Name()], src.pkg)
+			}
+			from[s.Name()] = src.pkg
+			out = append(out, Entry{Info: info, Spec: s})
 		}
 	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// Lookup returns the tool called name.
-func Lookup(name string) (Entry, bool) {
-	info, ok := fleet.LookupTool(name)
-	if !ok || byNameErr != nil {
-		return Entry{}, false
+// All returns every tool, sorted by name, each with its contract. The
+// caller owns the slice.
+func All() []Entry { return slices.Clone(catalog) }
+
+// Names returns the name of every tool, sorted.
+func Names() []string {
+	names := make([]string, len(catalog))
+	for i, e := range catalog {
+		names[i] = e.Name
 	}
-	p, ok := byName[name]
+	return names
+}
+
+// Lookup returns the tool called name. Names are case-sensitive.
+func Lookup(name string) (Entry, bool) {
+	i, ok := byName[name]
 	if !ok {
 		return Entry{}, false
 	}
-	return Entry{ToolInfo: info, Spec: p.spec}, true
+	return catalog[i], true
 }

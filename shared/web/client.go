@@ -7,68 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
-	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 )
 
-// Limits from the spec.
+// Limits from the spec, as package spec states them to the model.
 const (
-	maxRedirects = limit.WebRedirects     // every web tool
-	maxPageBytes = limit.WebPageBytes     // webfetch and websearch: 4 MB
-	maxRespBytes = limit.WebResponseBytes // web_fetch, http_request, pushover: 1 MiB
+	maxRedirects = spec.MaxRedirects // every web tool
+	maxPageBytes = spec.MaxPageBytes // webfetch and websearch: 4 MB
+	maxRespBytes = spec.MaxRespBytes // web_fetch, http_request, pushover: 1 MiB
 )
 
 // pageCap and respCap say maxPageBytes and maxRespBytes as the descriptions
-// and the results do; the spec writes webfetch's cap as "4 MB".
+// and the results do.
 var (
-	pageCap = fmt.Sprintf("%d MB", maxPageBytes>>20)
-	respCap = fmt.Sprintf("%d MiB", maxRespBytes>>20)
+	pageCap = spec.PageCap
+	respCap = spec.RespCap
 )
-
-// figures are the values a tool's description template can state
-// (tool.About.Values): the limits every web tool shares, from the constants
-// the code uses, and the tool's own, more. The descriptions state
-// DefaultTimeout, the production limit, whatever Config.Timeout a test sets.
-func figures(more map[string]any) map[string]any {
-	v := map[string]any{
-		"MaxRedirects": maxRedirects,
-		"PageCap":      pageCap,
-		"RespCap":      respCap,
-		"Timeout":      inWords(DefaultTimeout),
-	}
-	maps.Copy(v, more)
-	return v
-}
-
-// inWords says d as a description does: "30 seconds", "an hour".
-func inWords(d time.Duration) string {
-	unit := func(n time.Duration, one, many string) string {
-		if n == 1 {
-			return one
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
-	switch {
-	case d <= 0:
-		return d.String()
-	case d%time.Hour == 0:
-		return unit(d/time.Hour, "an hour", "hours")
-	case d%time.Minute == 0:
-		return unit(d/time.Minute, "a minute", "minutes")
-	case d%time.Second == 0:
-		return unit(d/time.Second, "1 second", "seconds")
-	}
-	return d.String()
-}
 
 // route is where one request may go. checkURL applies it to the first URL
 // and checkRedirect to every redirect hop; the egress dialer under the

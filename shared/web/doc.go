@@ -4,9 +4,10 @@
 // traffic to the internet and the only one that reads fleet secrets (AWS
 // Secrets Manager, through shared/secret).
 //
-// Each tool is a tool.Tool whose Spec (Specs lists them, no network needed)
-// is made by tool.Define from its arguments struct, with the figures its
-// description states taken from the constants the code enforces.
+// Each tool is a tool.Tool embedding its contract from package spec (Specs
+// lists them, no network needed): made by tool.Define from its arguments
+// struct, with the figures its description states taken from the
+// constants the code enforces, and where it runs and the scope it needs.
 //
 // A Service runs one tool call (Request → tool.Result) under three
 // boundaries:

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,11 +17,9 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
-
-//go:embed http_request.txt
-var httpRequestDescription string
 
 // httpRequest is the fleet tool http_request and the credential firewall's
 // main door. Order of business, so that nothing is read or sent before the
@@ -39,21 +36,11 @@ var httpRequestDescription string
 //     following at most 5 redirects, each re-checked; with secrets filled,
 //     a redirect to another scheme, host or port is not followed.
 type httpRequest struct {
-	*tool.Def[httpRequestArgs]
+	*tool.Def[spec.HTTPRequestArgs]
 	net *network
 }
 
 var _ tool.Tool = (*httpRequest)(nil)
-
-type httpRequestArgs struct {
-	Method  string            `json:"method,omitempty"`
-	URL     string            `json:"url" description:"http or https URL on a host in the fleet's network host list; may contain «secret:NAME» outside the host"`
-	Headers map[string]string `json:"headers,omitempty" description:"header values may contain «secret:NAME»"`
-	Body    json.RawMessage   `json:"body,omitempty" description:"a string sent as is, or a JSON value sent as JSON; may contain «secret:NAME»"`
-}
-
-// httpMethods are the methods http_request sends; the first is the default.
-var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 // forbiddenHeaders are set by the transport; Host would also let a request
 // reach a virtual host other than the listed one.
@@ -61,17 +48,7 @@ var forbiddenHeaders = []string{"Host", "Content-Length", "Connection", "Transfe
 
 const maxRequestBody = 1 << 20
 
-var httpRequestSpec = tool.Define[httpRequestArgs](tool.About{
-	Name:        wire.ToolHTTPRequest,
-	Description: httpRequestDescription,
-	Rules: tool.Rules{
-		// Any case and surrounding white space, as models write it.
-		"method": tool.OneOf(httpMethods...).FoldCase().Default(httpMethods[0]),
-	},
-	Values: figures(map[string]any{"OtherMethods": orList(httpMethods[1:])}),
-})
-
-func newHTTPRequest(n *network) *httpRequest { return &httpRequest{Def: httpRequestSpec, net: n} }
+func newHTTPRequest(n *network) *httpRequest { return &httpRequest{Def: spec.HTTPRequest, net: n} }
 
 func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
 	args, res, ok := t.Decode(raw)
@@ -255,14 +232,6 @@ func requestBody(raw json.RawMessage) (body string, isJSON bool, err error) {
 		return "", false, fmt.Errorf("must be at most %d bytes, not %d", maxRequestBody, len(body))
 	}
 	return body, isJSON, nil
-}
-
-// orList formats values as "a, b or c".
-func orList(values []string) string {
-	if len(values) < 2 {
-		return strings.Join(values, "")
-	}
-	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }
 
 // usefulHeaders are the response headers http_request shows, in this order;

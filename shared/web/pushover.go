@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,15 +12,13 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
-//go:embed pushover.txt
-var pushoverDescription string
-
 // pushoverHost is the host of Pushover's API, which a fleet lists to send
 // notifications.
-const pushoverHost = "api.pushover.net"
+const pushoverHost = spec.PushoverHost
 
 // DefaultPushoverURL is Pushover's message API.
 const DefaultPushoverURL = "https://" + pushoverHost + "/1/messages.json"
@@ -29,65 +26,23 @@ const DefaultPushoverURL = "https://" + pushoverHost + "/1/messages.json"
 // The fleet secrets pushover sends as the application token and the user
 // (or group) key. They are filled here and never shown to the model.
 const (
-	PushoverTokenSecret = "PUSHOVER_TOKEN"
-	PushoverUserSecret  = "PUSHOVER_USER"
+	PushoverTokenSecret = spec.PushoverTokenSecret
+	PushoverUserSecret  = spec.PushoverUserSecret
 )
 
-// Pushover's API limits: lengths in characters, and the priorities from
-// silent to emergency.
+// Pushover's limits, from its contract.
 const (
-	maxPushoverMessage = 1024
-	maxPushoverTitle   = 250
-	maxPushoverURL     = 512
-	minPriority        = -2
-	maxPriority        = 2 // emergency
-	// defaultPriority is what Pushover applies to a message sent without
-	// one; pushover sends a priority only when the model gives one.
-	defaultPriority = 0
+	maxPriority     = spec.MaxPushoverPriority // emergency
+	emergencyRetry  = spec.EmergencyRetry
+	emergencyExpire = spec.EmergencyExpire
 )
-
-// An emergency notification repeats every emergencyRetry until it is
-// acknowledged or emergencyExpire has passed; Pushover requires both.
-const (
-	emergencyRetry  = 60 * time.Second
-	emergencyExpire = time.Hour
-)
-
-type pushoverArgs struct {
-	Message  string `json:"message"`
-	Title    string `json:"title,omitempty"`
-	Priority *int   `json:"priority,omitempty"`
-	URL      string `json:"url,omitempty"`
-}
-
-var pushoverSpec = tool.Define[pushoverArgs](tool.About{
-	Name:        wire.ToolPushover,
-	Description: pushoverDescription,
-	Rules: tool.Rules{
-		"message":  tool.NotBlank().MaxLen(maxPushoverMessage),
-		"title":    tool.MaxLen(maxPushoverTitle),
-		"priority": tool.Between(minPriority, maxPriority),
-		"url":      tool.MaxLen(maxPushoverURL),
-	},
-	Values: figures(map[string]any{
-		"MaxMessage":      maxPushoverMessage,
-		"MaxTitle":        maxPushoverTitle,
-		"MaxURL":          maxPushoverURL,
-		"DefaultPriority": defaultPriority,
-		"RetrySeconds":    int(emergencyRetry / time.Second),
-		"Expire":          inWords(emergencyExpire),
-		"Host":            pushoverHost,
-		"TokenSecret":     PushoverTokenSecret,
-		"UserSecret":      PushoverUserSecret,
-	}),
-})
 
 // pushover sends a notification. The endpoint's host must be on the
 // invocation's host list and reached over https at a public address; the
 // token and user key come from the fleet's secrets and are read only after
 // that check. Redirects are not followed.
 type pushover struct {
-	*tool.Def[pushoverArgs]
+	*tool.Def[spec.PushoverArgs]
 	net      *network
 	endpoint string
 }
@@ -95,7 +50,7 @@ type pushover struct {
 var _ tool.Tool = (*pushover)(nil)
 
 func newPushover(n *network, endpoint string) *pushover {
-	return &pushover{Def: pushoverSpec, net: n, endpoint: endpoint}
+	return &pushover{Def: spec.Pushover, net: n, endpoint: endpoint}
 }
 
 func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {

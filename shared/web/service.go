@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
-	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
 
@@ -54,7 +54,7 @@ type Config struct {
 }
 
 // DefaultTimeout is a web tool call's time limit.
-const DefaultTimeout = limit.WebTimeout
+const DefaultTimeout = spec.Timeout
 
 // invocation is what one call knows about its fleet. Service.Call puts it
 // in the context of the tool's Run; a tool reads it with invocationFrom.
@@ -137,9 +137,7 @@ func (s *Service) Tools() []tool.Tool {
 // http_request, pushover — without building a Service, for callers that
 // describe the tools to a model or check arguments without a network.
 // They are the specs Service.Tools() carry.
-func Specs() []tool.Spec {
-	return []tool.Spec{webfetchSpec, websearchSpec, webFetchTLSSpec, httpRequestSpec, pushoverSpec}
-}
+func Specs() []tool.Spec { return spec.Specs() }
 
 // Call runs req. If the call sent anything to the network, the Result's
 // output is screened for every secret the fleet declares (all are read, once)

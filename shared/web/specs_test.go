@@ -51,6 +51,20 @@ func TestSpecsAreTheCatalogsWebTools(t *testing.T) {
 	}
 }
 
+// The tool names of the wire payload (Request.Tool) are the contracts'
+// names, in the order of Specs.
+func TestToolNamesAreTheContracts(t *testing.T) {
+	t.Parallel()
+	want := []string{wire.ToolWebFetch, wire.ToolWebSearch, wire.ToolWebFetchTLS, wire.ToolHTTPRequest, wire.ToolPushover}
+	var got []string
+	for _, spec := range web.Specs() {
+		got = append(got, spec.Name())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Specs() names %q, want %q", got, want)
+	}
+}
+
 // A caller that reads Specs() tells the model what a Service runs.
 func TestSpecsAreTheServicesTools(t *testing.T) {
 	t.Parallel()

@@ -2,38 +2,25 @@ package web
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
-
-//go:embed web_fetch.txt
-var webFetchTLSDescription string
-
-type webFetchTLSArgs struct {
-	URL string `json:"url" description:"https URL on a host in the fleet's network host list"`
-}
-
-var webFetchTLSSpec = tool.Define[webFetchTLSArgs](tool.About{
-	Name:        wire.ToolWebFetchTLS,
-	Description: webFetchTLSDescription,
-	Values:      figures(nil),
-})
 
 // webFetchTLS is the fleet tool web_fetch: like webfetch, but https only,
 // the host must be on the invocation's host list (any port), and the
 // response cap is maxRespBytes. The address policy (public only) still
 // applies.
 type webFetchTLS struct {
-	*tool.Def[webFetchTLSArgs]
+	*tool.Def[spec.WebFetchTLSArgs]
 	net *network
 }
 
 var _ tool.Tool = (*webFetchTLS)(nil)
 
-func newWebFetchTLS(n *network) *webFetchTLS { return &webFetchTLS{Def: webFetchTLSSpec, net: n} }
+func newWebFetchTLS(n *network) *webFetchTLS { return &webFetchTLS{Def: spec.WebFetchTLS, net: n} }
 
 func (t *webFetchTLS) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
 	args, res, ok := t.Decode(raw)

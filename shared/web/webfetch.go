@@ -2,38 +2,25 @@ package web
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
-
-//go:embed webfetch.txt
-var webfetchDescription string
-
-type webfetchArgs struct {
-	URL string `json:"url" description:"http or https URL of a public page"`
-}
-
-var webfetchSpec = tool.Define[webfetchArgs](tool.About{
-	Name:        wire.ToolWebFetch,
-	Description: webfetchDescription,
-	Values:      figures(nil),
-})
 
 // webfetch fetches a public page: http or https, public addresses on ports
 // 80 and 443 (the public transport's egress policy), at most maxRedirects
 // redirects, maxPageBytes, DefaultTimeout, HTML reduced to text, fenced as
 // untrusted. It reads no invocation: no host list, no secrets.
 type webfetch struct {
-	*tool.Def[webfetchArgs]
+	*tool.Def[spec.WebFetchArgs]
 	net *network
 }
 
 var _ tool.Tool = (*webfetch)(nil)
 
-func newWebFetch(n *network) *webfetch { return &webfetch{Def: webfetchSpec, net: n} }
+func newWebFetch(n *network) *webfetch { return &webfetch{Def: spec.WebFetch, net: n} }
 
 func (t *webfetch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
 	args, res, ok := t.Decode(raw)

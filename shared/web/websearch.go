@@ -2,45 +2,21 @@ package web
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
-	"github.com/agentsfleet/agentsfleet/shared/limit"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
-	"github.com/agentsfleet/agentsfleet/shared/web/wire"
+	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 )
-
-//go:embed websearch.txt
-var websearchDescription string
 
 const (
-	defaultSearchResults = limit.WebSearchDefault
-	maxSearchResults     = limit.WebSearchMax
-	notNothing           = "A failed search does not mean that nothing exists: try again, rephrase the query, or fetch a page you know with webfetch."
+	notNothing = "A failed search does not mean that nothing exists: try again, rephrase the query, or fetch a page you know with webfetch."
 )
-
-type websearchArgs struct {
-	Query      string `json:"query" description:"what to search for"`
-	MaxResults int    `json:"max_results,omitempty" description:"how many results"`
-}
-
-var websearchSpec = tool.Define[websearchArgs](tool.About{
-	Name:        wire.ToolWebSearch,
-	Description: websearchDescription,
-	Rules: tool.Rules{
-		"query": tool.NotBlank(),
-		// Refused, not clamped: the model learns the limit instead of
-		// silently getting fewer results than it asked for.
-		"max_results": tool.Between(1, maxSearchResults).Default(defaultSearchResults),
-	},
-	Values: figures(nil),
-})
 
 // websearch asks the deployment's search backend. The backend's HTTP client
 // is the public egress transport (public addresses, ports 80 and 443, at
@@ -48,7 +24,7 @@ var websearchSpec = tool.Define[websearchArgs](tool.About{
 // an error Result that says it does not mean nothing exists — never an
 // empty result list.
 type websearch struct {
-	*tool.Def[websearchArgs]
+	*tool.Def[spec.WebSearchArgs]
 	net     *network
 	backend search.Backend // nil: not configured
 }
@@ -56,7 +32,7 @@ type websearch struct {
 var _ tool.Tool = (*websearch)(nil)
 
 func newWebSearch(n *network, b search.Backend) *websearch {
-	return &websearch{Def: websearchSpec, net: n, backend: b}
+	return &websearch{Def: spec.WebSearch, net: n, backend: b}
 }
 
 func (t *websearch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error) {

@@ -1,9 +1,6 @@
 package control
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -14,24 +11,11 @@ const (
 	childNotBuilt    = "child agents need the runner, which runs them; this caller has none"
 )
 
-// Specs returns the specs of the 13 control tools, sorted by name. The
-// specs are shared and immutable; the caller owns the slice.
-func Specs() []tool.Spec {
-	specs := []tool.Spec{
-		CronRunSpec,
-		DelegateAgentSpec,
-		InspectAgentSpec,
-		InterruptAgentSpec,
-		ListAgentsSpec,
-		MessageSpec,
-		ScheduleCreateSpec,
-		ScheduleDeleteSpec,
-		ScheduleListSpec,
-		ScheduleUpdateSpec,
-		SpawnAgentSpec,
-		UpdatePlanSpec,
-		WaitAgentSpec,
-	}
-	slices.SortFunc(specs, func(a, b tool.Spec) int { return strings.Compare(a.Name(), b.Name()) })
-	return specs
-}
+// contracts gathers the contracts of this package as each is defined
+// (tool.DefineIn): a tool's contract file is the one place that lists it.
+var contracts tool.Set
+
+// Specs returns the specs of the 13 control tools, sorted by name, each
+// carrying its place (tool.InRunner) and scope. The specs are shared and
+// immutable; the caller owns the slice.
+func Specs() []tool.Spec { return contracts.Specs() }

@@ -17,8 +17,11 @@ type CronRunArgs struct {
 
 // CronRunSpec is cron_run: it starts a run of one of the fleet's schedules
 // now, under store.ScheduleRunnable's rule.
-var CronRunSpec = tool.Define[CronRunArgs](tool.About{
+var CronRunSpec = tool.DefineIn[CronRunArgs](&contracts, tool.About{
 	Name:        "cron_run",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Starts a run of one of the fleet's schedules now",
 	Description: cronRunDescription,
 	Rules:       tool.Rules{"schedule_id": tool.NotBlank()},
 	Values: map[string]any{

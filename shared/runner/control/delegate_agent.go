@@ -14,8 +14,11 @@ type DelegateAgentArgs = SpawnAgentArgs
 
 // DelegateAgentSpec is delegate_agent: it starts a child agent on a task,
 // as spawn_agent does, and waits for it to end.
-var DelegateAgentSpec = tool.Define[DelegateAgentArgs](tool.About{
+var DelegateAgentSpec = tool.DefineIn[DelegateAgentArgs](&contracts, tool.About{
 	Name:        "delegate_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Starts a child agent on a task and waits for its answer",
 	Description: delegateAgentDescription,
 	Rules:       childRules,
 	Values:      childValues,

@@ -16,8 +16,11 @@ type InspectAgentArgs struct {
 
 // InspectAgentSpec is inspect_agent: it reports a child agent's status and
 // progress without waiting.
-var InspectAgentSpec = tool.Define[InspectAgentArgs](tool.About{
+var InspectAgentSpec = tool.DefineIn[InspectAgentArgs](&contracts, tool.About{
 	Name:        "inspect_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Reports a child agent's status and progress",
 	Description: inspectAgentDescription,
 	Rules:       tool.Rules{"child_id": tool.NotBlank()},
 	Values:      childValues,

@@ -16,8 +16,11 @@ type InterruptAgentArgs struct {
 
 // InterruptAgentSpec is interrupt_agent: it stops a working child agent,
 // which ends interrupted.
-var InterruptAgentSpec = tool.Define[InterruptAgentArgs](tool.About{
+var InterruptAgentSpec = tool.DefineIn[InterruptAgentArgs](&contracts, tool.About{
 	Name:        "interrupt_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Stops a working child agent",
 	Description: interruptAgentDescription,
 	Rules:       tool.Rules{"child_id": tool.NotBlank()},
 	Values:      childValues,

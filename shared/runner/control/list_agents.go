@@ -14,8 +14,11 @@ type ListAgentsArgs struct{}
 
 // ListAgentsSpec is list_agents: it lists the run's child agents and their
 // statuses.
-var ListAgentsSpec = tool.Define[ListAgentsArgs](tool.About{
+var ListAgentsSpec = tool.DefineIn[ListAgentsArgs](&contracts, tool.About{
 	Name:        "list_agents",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Lists the run's child agents and their statuses",
 	Description: listAgentsDescription,
 	Values:      childValues,
 })

@@ -31,8 +31,11 @@ type MessageArgs struct {
 // started the run. The argument check refuses a blank text; the cap of
 // MaxMessageBytes is in bytes, which tool.MaxLen (characters) cannot
 // state, so the tool checks it when built.
-var MessageSpec = tool.Define[MessageArgs](tool.About{
+var MessageSpec = tool.DefineIn[MessageArgs](&contracts, tool.About{
 	Name:        "message",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeControl,
+	Summary:     "Posts one progress line to the Slack thread that started the run",
 	Description: messageDescription,
 	Rules:       tool.Rules{"text": tool.NotBlank()},
 	Values: map[string]any{

@@ -29,8 +29,11 @@ type ScheduleCreateArgs struct {
 // ScheduleCreateSpec is schedule_create: it creates a schedule of the
 // fleet, source fleet, and answers its schedule_id. The expression's form
 // and the time zone are the store's to check (store.CreateSchedule).
-var ScheduleCreateSpec = tool.Define[ScheduleCreateArgs](tool.About{
+var ScheduleCreateSpec = tool.DefineIn[ScheduleCreateArgs](&contracts, tool.About{
 	Name:        "schedule_create",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Creates a schedule for a later run of this fleet",
 	Description: scheduleCreateDescription,
 	Rules: tool.Rules{
 		"expression": tool.NotBlank(),

@@ -18,8 +18,11 @@ type ScheduleDeleteArgs struct {
 
 // ScheduleDeleteSpec is schedule_delete: it deletes a schedule the fleet
 // created (store.DeleteSchedule as the fleet).
-var ScheduleDeleteSpec = tool.Define[ScheduleDeleteArgs](tool.About{
+var ScheduleDeleteSpec = tool.DefineIn[ScheduleDeleteArgs](&contracts, tool.About{
 	Name:        "schedule_delete",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Deletes a schedule the fleet created",
 	Description: scheduleDeleteDescription,
 	Rules:       tool.Rules{"schedule_id": tool.NotBlank()},
 	Values: map[string]any{

@@ -15,8 +15,11 @@ type ScheduleListArgs struct{}
 
 // ScheduleListSpec is schedule_list: it lists the fleet's schedules, those
 // of people and of the fleet together.
-var ScheduleListSpec = tool.Define[ScheduleListArgs](tool.About{
+var ScheduleListSpec = tool.DefineIn[ScheduleListArgs](&contracts, tool.About{
 	Name:        "schedule_list",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Lists the fleet's schedules",
 	Description: scheduleListDescription,
 	Values: map[string]any{
 		"MaxSchedules":      limit.Schedules,

@@ -25,8 +25,11 @@ type ScheduleUpdateArgs struct {
 // ScheduleUpdateSpec is schedule_update: it changes a schedule the fleet
 // created (store.UpdateSchedule, PauseSchedule, ResumeSchedule as the
 // fleet).
-var ScheduleUpdateSpec = tool.Define[ScheduleUpdateArgs](tool.About{
+var ScheduleUpdateSpec = tool.DefineIn[ScheduleUpdateArgs](&contracts, tool.About{
 	Name:        "schedule_update",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeSchedule,
+	Summary:     "Changes a schedule the fleet created",
 	Description: scheduleUpdateDescription,
 	Rules: tool.Rules{
 		"schedule_id": tool.NotBlank(),

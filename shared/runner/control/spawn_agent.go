@@ -58,8 +58,11 @@ var childValues = map[string]any{
 
 // SpawnAgentSpec is spawn_agent: it starts a child agent on a task and
 // answers its child_id at once (store.StartChild).
-var SpawnAgentSpec = tool.Define[SpawnAgentArgs](tool.About{
+var SpawnAgentSpec = tool.DefineIn[SpawnAgentArgs](&contracts, tool.About{
 	Name:        "spawn_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Starts a child agent on a task and returns its child_id at once",
 	Description: spawnAgentDescription,
 	Rules:       childRules,
 	Values:      childValues,

@@ -37,8 +37,11 @@ type PlanStep struct {
 // UpdatePlanSpec is update_plan: it records the plan's steps, which the
 // thread shows as one Slack message edited in place. The rule that at most
 // one step is in_progress spans the items, so UpdatePlan's Run checks it.
-var UpdatePlanSpec = tool.Define[UpdatePlanArgs](tool.About{
+var UpdatePlanSpec = tool.DefineIn[UpdatePlanArgs](&contracts, tool.About{
 	Name:        "update_plan",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeControl,
+	Summary:     "Records the plan's steps, shown in the thread",
 	Description: updatePlanDescription,
 	Rules: tool.Rules{
 		"plan.step":   tool.NotBlank(),

@@ -27,8 +27,11 @@ type WaitAgentArgs struct {
 
 // WaitAgentSpec is wait_agent: it waits for a child agent to end, up to a
 // timeout, and answers its status and, once it ended, its answer.
-var WaitAgentSpec = tool.Define[WaitAgentArgs](tool.About{
+var WaitAgentSpec = tool.DefineIn[WaitAgentArgs](&contracts, tool.About{
 	Name:        "wait_agent",
+	RunsIn:      tool.InRunner,
+	Scope:       tool.ScopeAgents,
+	Summary:     "Waits for a child agent to finish and returns its answer",
 	Description: waitAgentDescription,
 	Rules: tool.Rules{
 		"child_id":        tool.NotBlank(),

@@ -57,8 +57,9 @@ func PolicyFor(cfg Config) *confine.Policy {
 }
 
 // Tools returns every tool sandboxd serves, built over cfg: one for each
-// of sandbox.Specs, embedding that spec. It is the one place a tool is
-// added. The display tools answer that the sandbox has no browser. Tools
+// of sandbox.Specs, embedding that spec. It is the one place a tool's
+// implementation is registered; its tests fail on a sandbox contract that
+// has none here. The display tools answer that the sandbox has no browser. Tools
 // that hold state (exec_command sessions) are built here once per server; a tool that must be stopped when the server
 // stops implements io.Closer.
 func Tools(cfg Config) []tool.Tool {

@@ -48,8 +48,8 @@ func TestToolsRegistry(t *testing.T) {
 		if s == nil {
 			continue
 		}
-		if tl.Description() != s.Description() || !bytes.Equal(tl.Schema(), s.Schema()) {
-			t.Errorf("%s: sandboxd's description or schema differs from sandbox.%s's", tl.Name(), tl.Name())
+		if tl.Description() != s.Description() || !bytes.Equal(tl.Schema(), s.Schema()) || tl.Info() != s.Info() {
+			t.Errorf("%s: sandboxd's description, schema or place differs from sandbox.%s's", tl.Name(), tl.Name())
 		}
 	}
 	if _, err := server.New(server.Options{Token: testToken, Tools: append(tools, tools[0])}); err == nil {
