@@ -76,7 +76,9 @@ func (a *API) table() []route {
 		keyed("GET /v1/fleets/{name}", ReachFleet, a.getFleet, scope.FleetsRead),
 		keyed("POST /v1/fleets/{name}/pause", ReachFleet, a.pauseFleet(true), scope.FleetsWrite),
 		keyed("POST /v1/fleets/{name}/resume", ReachFleet, a.pauseFleet(false), scope.FleetsWrite),
-		keyed("POST /v1/fleets/{name}/webhook-secret", ReachFleet, a.rotateSecret, scope.FleetsWrite),
+		// The webhook secret signs deliveries that start runs, so it takes
+		// runs:write too: fleets:write alone must not become run starts.
+		keyed("POST /v1/fleets/{name}/webhook-secret", ReachFleet, a.rotateSecret, scope.FleetsWrite, scope.RunsWrite),
 
 		keyed("POST /v1/fleets/{name}/runs", ReachFleet, a.startRun, scope.RunsWrite),
 		keyed("GET /v1/fleets/{name}/runs", ReachFleet, a.listRuns, scope.RunsRead),

@@ -25,7 +25,8 @@ const (
 	// FleetsRead: GET /v1/fleets and GET /v1/fleets/{name}.
 	FleetsRead = "fleets:read"
 	// FleetsWrite: PUT /v1/fleets/{name} (with the tool scopes of the
-	// Definition), POST …/pause, …/resume and …/webhook-secret.
+	// Definition), POST …/pause, …/resume, and …/webhook-secret together
+	// with RunsWrite (the secret signs deliveries that start runs).
 	FleetsWrite = "fleets:write"
 	// RunsRead: GET /v1/fleets/{name}/runs, GET /v1/runs/{id} and
 	// GET /v1/runs/{id}/events.
@@ -51,7 +52,7 @@ type Info struct {
 
 var api = []Info{
 	{FleetsRead, "read fleets and their Definitions"},
-	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, rotate webhook secrets"},
+	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
 	{RunsRead, "read runs and their events"},
 	{RunsWrite, "start and cancel runs"},
 	{SchedulesRead, "list schedules"},
