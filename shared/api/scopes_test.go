@@ -48,3 +48,52 @@ func without(list []string, drop string) []string {
 	}
 	return out
 }
+
+// TestContinuingNeedsRunsRead: a run that continues another's conversation
+// reads it, so conversation_id needs runs:read beside runs:write (before,
+// runs:write alone continued any run's conversation), and the run must be
+// of the same fleet.
+func TestContinuingNeedsRunsRead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.apply(opsTOML)
+	if code, b := e.do("PUT", "/v1/fleets/dev", e.admin, strings.Replace(opsTOML, `"ops"`, `"dev"`, 1)); code != 200 {
+		t.Fatal(code, b)
+	}
+	start := func(fleet, key, conversation string) (int, map[string]any) {
+		req := map[string]any{"input": "go on"}
+		if conversation != "" {
+			req["conversation_id"] = conversation
+		}
+		return e.do("POST", "/v1/fleets/"+fleet+"/runs", key, req)
+	}
+	_, b := start("ops", e.admin, "")
+	first := b["run_id"].(string)
+	e.waitRun(first)
+	_, b = start("dev", e.admin, "")
+	other := b["run_id"].(string)
+	e.waitRun(other)
+
+	writer := e.key("writer", []string{scope.RunsWrite})
+	code, b := start("ops", writer, first)
+	if code != 403 || errCode(b) != "UZ-KEY-403" || !strings.Contains(errMessage(b), `"runs:read"`) {
+		t.Fatalf("runs:write alone continuing = %d %v; want 403 naming runs:read", code, b)
+	}
+	if code, b := start("ops", writer, ""); code != 202 {
+		t.Fatalf("runs:write alone, a new conversation = %d %v; want 202", code, b)
+	}
+	both := e.key("reader-writer", []string{scope.RunsWrite, scope.RunsRead})
+	code, b = start("ops", both, first)
+	if code != 202 {
+		t.Fatalf("runs:write and runs:read continuing = %d %v; want 202", code, b)
+	}
+	if run, err := e.store.GetRun(ctx, b["run_id"].(string)); err != nil || run.Continues != first {
+		t.Fatalf("the run continues %q (%v), want %s", run.Continues, err, first)
+	}
+	// Another fleet's run is not a conversation this fleet can go on with.
+	code, b = start("ops", both, other)
+	if code != 400 || !strings.Contains(errMessage(b), "no run "+other+" of fleet ops") {
+		t.Fatalf("continuing another fleet's run = %d %v; want 400", code, b)
+	}
+	e.local.Wait()
+}

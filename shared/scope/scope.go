@@ -31,7 +31,8 @@ const (
 	// RunsRead: GET /v1/fleets/{name}/runs, GET /v1/runs/{id} and
 	// GET /v1/runs/{id}/events.
 	RunsRead = "runs:read"
-	// RunsWrite: POST /v1/fleets/{name}/runs and POST /v1/runs/{id}/cancel.
+	// RunsWrite: POST /v1/fleets/{name}/runs (with RunsRead too when it
+	// continues a conversation) and POST /v1/runs/{id}/cancel.
 	RunsWrite = "runs:write"
 	// SchedulesRead: GET /v1/fleets/{name}/schedules.
 	SchedulesRead = "schedules:read"
@@ -54,7 +55,7 @@ var api = []Info{
 	{FleetsRead, "read fleets and their Definitions"},
 	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
 	{RunsRead, "read runs and their events"},
-	{RunsWrite, "start and cancel runs"},
+	{RunsWrite, "start and cancel runs (continuing a conversation needs runs:read too)"},
 	{SchedulesRead, "list schedules"},
 	{SchedulesWrite, "create, change, pause, resume, run and delete schedules"},
 	{SlackAdmin, "route Slack channels to fleets"},
