@@ -1,10 +1,21 @@
 package api_test
 
 import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/api"
+	"github.com/agentsfleet/agentsfleet/shared/callback"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // TestWebhookSecretNeedsRunsWrite: the webhook secret signs deliveries
@@ -96,4 +107,55 @@ func TestContinuingNeedsRunsRead(t *testing.T) {
 		t.Fatalf("continuing another fleet's run = %d %v; want 400", code, b)
 	}
 	e.local.Wait()
+}
+
+// syncBuffer is a log's output, read once the writers are done.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCallbackLogsNoQuery: the runner's log names a callback by its scheme,
+// host and path, never its query, which may hold the receiver's token
+// (before, it logged the whole URL).
+func TestCallbackLogsNoQuery(t *testing.T) {
+	t.Parallel()
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest) // not retried; logged as not delivered
+	}))
+	defer rc.Close()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sender := callback.New(callback.Config{AllowAddr: netip.MustParseAddrPort(rc.Listener.Addr().String()),
+		Resolver: egress.Hosts{}, BaseDelay: 10 * time.Millisecond, Logger: log})
+	e := newEnv(t, func(r *runner.Config, a *api.Config) { r.Callbacks, a.Callbacks, r.Log = sender, sender, log })
+	e.apply(opsTOML)
+	e.do("POST", "/v1/fleets/ops/webhook-secret", e.admin, nil)
+	const token = "tok3n-of-the-receiver"
+	code, b := e.do("POST", "/v1/fleets/ops/runs", e.admin, map[string]any{"input": "x",
+		"callback_url": rc.URL + "/hooks/done?token=" + token + "#frag-" + token})
+	if code != 202 {
+		t.Fatalf("start = %d %v", code, b)
+	}
+	e.waitRun(b["run_id"].(string))
+	e.local.Wait()
+	out := logs.String()
+	if !strings.Contains(out, "the callback was not delivered") || !strings.Contains(out, rc.URL+"/hooks/done") {
+		t.Fatalf("the log does not name the callback by its host and path:\n%s", out)
+	}
+	if strings.Contains(out, token) {
+		t.Fatalf("the log holds the callback URL's query:\n%s", out)
+	}
 }
