@@ -24,9 +24,10 @@ commands:
   tools [--output json] [TOOL...]
                           list the tools: where each runs, its scope, description and schema
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
-  table key KEYNAME [--name N] [--scopes a,b]
-                          write an API key (printed once; every scope unless --scopes) straight
-                          into the table with your AWS credentials: a deployment's first key
+  table key KEYNAME [--name N] [--scopes a,b] [--fleets f,g]
+                          write an API key (printed once; every scope unless --scopes, every
+                          fleet unless --fleets) straight into the table with your AWS
+                          credentials: a deployment's first key
   dev [--workdir DIR] [--state DIR] [--table NAME]
                           run the product on this machine against moto (or AWS_ENDPOINT_URL)
                           (Linux only, as run)
@@ -49,8 +50,9 @@ commands against the HTTP API of agentsfleet dev or a deployment:
   schedule pause FLEET ID
   schedule resume FLEET ID
   schedule run FLEET ID   delete, pause, resume a schedule, or start its run now
-  keys create NAME --scopes a,b
-                          create an API key (printed once) with those scopes
+  keys create NAME --scopes a,b [--fleets f,g]
+                          create an API key (printed once) with those scopes, serving those
+                          fleets (default: those of your key, every fleet for a deployment-wide one)
   keys list               list the API keys
   keys revoke ID          revoke an API key
   slack route CHANNEL FLEET

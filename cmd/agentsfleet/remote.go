@@ -683,11 +683,12 @@ func (e remoteEnv) scheduleAct(ctx context.Context, act string, args []string) e
 	return nil
 }
 
-// keysCreate is `agentsfleet keys create NAME --scopes a,b`.
+// keysCreate is `agentsfleet keys create NAME --scopes a,b [--fleets f,g]`.
 func (e remoteEnv) keysCreate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	c := connFlags(fs)
 	scopes := fs.String("scopes", "", "the key's scopes, comma-separated (agentsfleet tools shows which tool needs which)")
+	fleets := fs.String("fleets", "", fleetsUsage)
 	s, pos, err := e.open(fs, c, args, "NAME")
 	if err != nil {
 		return err
@@ -696,7 +697,11 @@ func (e remoteEnv) keysCreate(ctx context.Context, args []string) error {
 	if len(list) == 0 {
 		return fmt.Errorf("%w: keys create needs --scopes, such as runs:read,runs:write", errUsage)
 	}
-	k, err := s.c.CreateKey(ctx, pos[0], list)
+	served, err := fleetList(fs, *fleets)
+	if err != nil {
+		return err
+	}
+	k, err := s.c.CreateKey(ctx, pos[0], list, served...)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -704,8 +709,34 @@ func (e remoteEnv) keysCreate(ctx context.Context, args []string) error {
 		s.emit(k)
 		return nil
 	}
-	fmt.Fprintf(s.out, "key %s (%s; %s):\n%s\nthis is the only time it is shown: keep it now\n", k.KeyID, k.Name, strings.Join(k.Scopes, ", "), k.Key)
+	fmt.Fprintf(s.out, "key %s (%s; %s; %s):\n%s\nthis is the only time it is shown: keep it now\n",
+		k.KeyID, k.Name, strings.Join(k.Scopes, ", "), fleetsText(k.Fleets), k.Key)
 	return nil
+}
+
+// fleetsUsage is --fleets, of keys create and table key.
+const fleetsUsage = "the fleets the key serves, comma-separated (default: every fleet, or those of the key that creates it)"
+
+// fleetList reads --fleets (v, defined on fs): nil when it was not given,
+// and a usage error when it was given empty (an empty list never means
+// every fleet).
+func fleetList(fs *flag.FlagSet, v string) ([]string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "fleets" })
+	list := commaList(v)
+	if given && len(list) == 0 {
+		return nil, fmt.Errorf("%w: --fleets is empty: name the fleets the key serves, such as --fleets ops,dev, or leave it out", errUsage)
+	}
+	return list, nil
+}
+
+// fleetsText is a key's fleets for a person: "every fleet" when it names
+// none.
+func fleetsText(fleets []string) string {
+	if len(fleets) == 0 {
+		return "every fleet"
+	}
+	return "fleets " + strings.Join(fleets, ", ")
 }
 
 // keysList is `agentsfleet keys list`.
@@ -720,7 +751,7 @@ func (e remoteEnv) keysList(ctx context.Context, args []string) error {
 	if err != nil {
 		return s.fail(err)
 	}
-	rows := [][]string{{"KEY", "NAME", "SCOPES", "CREATED", "LAST USED", "STATE"}}
+	rows := [][]string{{"KEY", "NAME", "SCOPES", "FLEETS", "CREATED", "LAST USED", "STATE"}}
 	for _, k := range keys {
 		if s.json {
 			s.emit(k)
@@ -737,7 +768,11 @@ func (e remoteEnv) keysList(ctx context.Context, args []string) error {
 		if every := scope.Names(); len(k.Scopes) == len(every) && !slices.ContainsFunc(every, func(s string) bool { return !slices.Contains(k.Scopes, s) }) {
 			scopes = "every scope"
 		}
-		rows = append(rows, []string{k.KeyID, k.Name, scopes, when(k.CreatedAt), used, state})
+		fleets := strings.Join(k.Fleets, ",")
+		if fleets == "" {
+			fleets = "all"
+		}
+		rows = append(rows, []string{k.KeyID, k.Name, scopes, fleets, when(k.CreatedAt), used, state})
 	}
 	if !s.json {
 		s.table(rows)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -245,6 +247,21 @@ func TestRemoteCommands(t *testing.T) {
 		if !strings.Contains(out, kid) || !strings.Contains(out, "fleets:read,runs:read") || !strings.Contains(out, "every scope") || strings.Contains(out, key) {
 			t.Errorf("keys list printed\n%s", out)
 		}
+		// A key of named fleets: it says so, lists so, and serves them only.
+		fk := jsonLines(t, must(t, "keys", "create", "team", "--scopes", "runs:read", "--fleets", "ops, dev", "--output", "json"))[0]
+		if fmt.Sprint(fk["fleets"]) != "[dev ops]" {
+			t.Errorf("keys create --fleets = %v", fk)
+		}
+		if out := must(t, "keys", "create", "team2", "--scopes", "runs:read", "--fleets", "ops"); !strings.Contains(out, "fleets ops") {
+			t.Errorf("keys create --fleets printed %q", out)
+		}
+		if out := must(t, "keys", "list"); !regexp.MustCompile(`team\s+runs:read\s+dev,ops\s`).MatchString(out) || !regexp.MustCompile(`ci\s+fleets:read,runs:read\s+all\s`).MatchString(out) {
+			t.Errorf("keys list does not show the fleets:\n%s", out)
+		}
+		if _, err := e.cliEnv(nil, "runs", "other", "--api", e.srv.URL, "--key", fk["key"].(string)); err == nil || !strings.Contains(err.Error(), `not "other"`) {
+			t.Errorf("a key of ops and dev listing runs of other = %v", err)
+		}
+		must(t, "keys", "revoke", fk["key_id"].(string))
 		// The new key works, with its scopes.
 		if _, err := e.cliEnv(nil, "fleets", "--api", e.srv.URL, "--key", key); err != nil {
 			t.Errorf("fleets with the new key: %v", err)
@@ -252,7 +269,7 @@ func TestRemoteCommands(t *testing.T) {
 		if out := must(t, "keys", "revoke", kid); !strings.Contains(out, kid+" revoked") {
 			t.Errorf("keys revoke printed %q", out)
 		}
-		if o := jsonLines(t, must(t, "keys", "list", "--output", "json")); len(o) != 3 {
+		if o := jsonLines(t, must(t, "keys", "list", "--output", "json")); len(o) != 5 {
 			t.Errorf("keys list --output json = %v", o)
 		}
 		// A refused key: says so, and where the key came from.
@@ -334,6 +351,7 @@ func TestRemoteErrors(t *testing.T) {
 		{"keys with another subcommand", nil, []string{"keys", "mint"}, true, []string{`"mint"`}},
 		{"schedule create without expression", nil, []string{"schedule", "create", "ops", "--message", "m", "--key", "k"}, true, []string{"--expression"}},
 		{"keys create without scopes", nil, []string{"keys", "create", "ci", "--key", "k"}, true, []string{"--scopes"}},
+		{"keys create with empty fleets", nil, []string{"keys", "create", "ci", "--scopes", "runs:read", "--fleets", " , ", "--key", "k"}, true, []string{"--fleets is empty"}},
 		{"apply a missing file", nil, []string{"apply", "-f", filepath.Join(dir, "nope.toml"), "--key", "k"}, true, []string{"nope.toml"}},
 		{"apply a YAML file", nil, []string{"apply", "-f", "x.yaml", "--key", "k"}, true, []string{".toml or .json"}},
 	}

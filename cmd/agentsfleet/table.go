@@ -46,7 +46,7 @@ func table(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// tableKey is `agentsfleet table key KEYNAME [--scopes a,b]`: an API key
+// tableKey is `agentsfleet table key KEYNAME [--scopes a,b] [--fleets f,g]`: an API key
 // written straight into the table, with AWS credentials that may write it.
 // It is how a deployment gets its first key, since the API's own `keys
 // create` needs a key holding keys:admin.
@@ -55,6 +55,7 @@ func tableKey(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(io.Discard)
 	name := fs.String("name", envOr(store.EnvTable, "agentsfleet"), "table name")
 	scopes := fs.String("scopes", "", "the key's scopes, comma-separated (default: every scope)")
+	fleets := fs.String("fleets", "", fleetsUsage)
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -65,16 +66,20 @@ func tableKey(ctx context.Context, args []string, out io.Writer) error {
 	if *scopes != "" {
 		list = commaList(*scopes)
 	}
+	served, err := fleetList(fs, *fleets)
+	if err != nil {
+		return err
+	}
 	db, err := tableClient(ctx)
 	if err != nil {
 		return err
 	}
-	k, secret, err := store.New(db, *name).CreateKey(ctx, fs.Arg(0), list)
+	k, secret, err := store.New(db, *name).CreateKey(ctx, fs.Arg(0), list, served...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "key %s (%s; %s):\n%s\nthis is the only time it is shown: keep it now (AGENTSFLEET_API_KEY)\n",
-		k.ID, k.Name, strings.Join(k.Scopes, ", "), secret)
+	fmt.Fprintf(out, "key %s (%s; %s; %s):\n%s\nthis is the only time it is shown: keep it now (AGENTSFLEET_API_KEY)\n",
+		k.ID, k.Name, strings.Join(k.Scopes, ", "), fleetsText(k.Fleets), secret)
 	return nil
 }
 

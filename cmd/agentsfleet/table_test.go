@@ -35,9 +35,11 @@ func TestTableKey(t *testing.T) {
 	for _, tc := range []struct {
 		args   []string
 		scopes []string
+		fleets []string
 	}{
-		{[]string{"admin"}, scope.Names()},
-		{[]string{"--scopes", "runs:read, runs:write", "ci"}, []string{"runs:read", "runs:write"}},
+		{[]string{"admin"}, scope.Names(), nil},
+		{[]string{"--scopes", "runs:read, runs:write", "ci"}, []string{"runs:read", "runs:write"}, nil},
+		{[]string{"--fleets", "ops,dev", "team"}, scope.Names(), []string{"dev", "ops"}},
 	} {
 		out.Reset()
 		if err := run(ctx, append([]string{"table", "key", "--name", name}, tc.args...), &out, &out); err != nil {
@@ -52,6 +54,9 @@ func TestTableKey(t *testing.T) {
 		if !slices.Equal(k.Scopes, want) {
 			t.Errorf("table key %v: scopes %v, want %v", tc.args, k.Scopes, want)
 		}
+		if !slices.Equal(k.Fleets, tc.fleets) {
+			t.Errorf("table key %v: fleets %v, want %v", tc.args, k.Fleets, tc.fleets)
+		}
 	}
 	for _, tc := range []struct {
 		args []string
@@ -59,6 +64,7 @@ func TestTableKey(t *testing.T) {
 	}{
 		{[]string{"table", "key", "--name", name}, "takes the key's name"},
 		{[]string{"table", "key", "--name", name, "--scopes", "runs:fly", "x"}, `"runs:fly"`},
+		{[]string{"table", "key", "--name", name, "--fleets", "", "x"}, "--fleets is empty"},
 		{[]string{"table", "drop"}, "create or key"},
 	} {
 		err := run(ctx, tc.args, &out, &out)

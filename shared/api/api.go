@@ -40,8 +40,9 @@ type Config struct {
 // API is agentsfleet's HTTP API (DESIGN.md §11), one http.Handler for the
 // Lambda behind API Gateway (HandleGateway) and for `agentsfleet dev`
 // (ServeHTTP). Every route but the webhook needs `Authorization: Bearer
-// KEY` with the route's scope (shared/scope); the webhook needs the
-// fleet's signature instead. Errors are {"error": {"code", "message"}} with
+// KEY` with the route's scopes (shared/scope) and serving the fleet the
+// route acts on (Routes, store.Key.Serves); the webhook needs the fleet's
+// signature instead. Errors are {"error": {"code", "message"}} with
 // the status of the code (Status); an internal error says only that it
 // happened and its request id, the log says the rest. Safe for concurrent
 // use.
@@ -66,7 +67,9 @@ func New(cfg Config) (*API, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.routes()
+	if err := a.routes(); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -84,26 +87,6 @@ const (
 // handler is a route's work: it answers with a status and a value to
 // encode as JSON, or an error.
 type handler func(r *http.Request, key store.Key) (int, any, error)
-
-// authed serves h to requests carrying a key with scope.
-func (a *API) authed(scope string, h handler) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		key, err := a.authenticate(r)
-		if err == nil && !key.Has(scope) {
-			err = fault.New(fault.ScopeMissing, "this key lacks the scope %q that %s %s needs", scope, r.Method, r.URL.Path)
-		}
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		status, v, err := h(r, key)
-		if err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		writeJSON(w, status, v)
-	}
-}
 
 func (a *API) authenticate(r *http.Request) (store.Key, error) {
 	h := r.Header.Get("Authorization")

@@ -6,8 +6,10 @@
 //
 // It is the one place where product error codes (package fault) become
 // HTTP statuses (Status). Keys are checked against the store (hashed, with
-// scopes: shared/scope); a Definition can be applied only by a key
-// holding every scope its tools need. Runs are recorded and the runner
+// scopes: shared/scope, and the fleets each serves); the route table
+// (Routes) names each route's scopes and where it finds its fleet, which
+// the key must serve. A Definition can be applied only by a key holding
+// every scope its tools need. Runs are recorded and the runner
 // started through start.Run, as every door does. Webhook signatures are
 // shared/api/webhook's; completion callbacks are shared/callback's,
 // sent by the runner as a run ends.

@@ -2,49 +2,17 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"mime"
 	"net/http"
+	"slices"
 
 	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
-	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
-
-// routes registers every route of DESIGN.md §11.
-func (a *API) routes() {
-	m := a.mux
-	m.HandleFunc("PUT /v1/fleets/{name}", a.authed(scope.FleetsWrite, a.applyFleet))
-	m.HandleFunc("GET /v1/fleets", a.authed(scope.FleetsRead, a.listFleets))
-	m.HandleFunc("GET /v1/fleets/{name}", a.authed(scope.FleetsRead, a.getFleet))
-	m.HandleFunc("POST /v1/fleets/{name}/pause", a.authed(scope.FleetsWrite, a.pauseFleet(true)))
-	m.HandleFunc("POST /v1/fleets/{name}/resume", a.authed(scope.FleetsWrite, a.pauseFleet(false)))
-	m.HandleFunc("POST /v1/fleets/{name}/webhook-secret", a.authed(scope.FleetsWrite, a.rotateSecret))
-
-	m.HandleFunc("POST /v1/fleets/{name}/runs", a.authed(scope.RunsWrite, a.startRun))
-	m.HandleFunc("GET /v1/fleets/{name}/runs", a.authed(scope.RunsRead, a.listRuns))
-	m.HandleFunc("GET /v1/runs/{id}", a.authed(scope.RunsRead, a.getRun))
-	m.HandleFunc("GET /v1/runs/{id}/events", a.authed(scope.RunsRead, a.listEvents))
-	m.HandleFunc("POST /v1/runs/{id}/cancel", a.authed(scope.RunsWrite, a.cancelRun))
-
-	m.HandleFunc("GET /v1/fleets/{name}/schedules", a.authed(scope.SchedulesRead, a.listSchedules))
-	m.HandleFunc("POST /v1/fleets/{name}/schedules", a.authed(scope.SchedulesWrite, a.createSchedule))
-	m.HandleFunc("PATCH /v1/fleets/{name}/schedules/{id}", a.authed(scope.SchedulesWrite, a.updateSchedule))
-	m.HandleFunc("DELETE /v1/fleets/{name}/schedules/{id}", a.authed(scope.SchedulesWrite, a.deleteSchedule))
-	m.HandleFunc("POST /v1/fleets/{name}/schedules/{id}/pause", a.authed(scope.SchedulesWrite, a.pauseSchedule(true)))
-	m.HandleFunc("POST /v1/fleets/{name}/schedules/{id}/resume", a.authed(scope.SchedulesWrite, a.pauseSchedule(false)))
-	m.HandleFunc("POST /v1/fleets/{name}/schedules/{id}/run", a.authed(scope.SchedulesWrite, a.runSchedule))
-
-	m.HandleFunc("POST /v1/keys", a.authed(scope.KeysAdmin, a.createKey))
-	m.HandleFunc("GET /v1/keys", a.authed(scope.KeysAdmin, a.listKeys))
-	m.HandleFunc("DELETE /v1/keys/{id}", a.authed(scope.KeysAdmin, a.revokeKey))
-
-	m.HandleFunc("PUT /v1/slack/routes/{channel}", a.authed(scope.SlackAdmin, a.putSlackRoute))
-	m.HandleFunc("POST /v1/hooks/{fleet}", a.hook)
-	m.HandleFunc("/", a.notFound)
-}
 
 func fleetOf(f store.Fleet) wire.Fleet {
 	return wire.Fleet{Name: f.Name, Revision: f.Revision, Paused: f.Paused, Hash: f.Hash, Schedules: f.Schedules,
@@ -96,10 +64,20 @@ func (a *API) applyFleet(r *http.Request, key store.Key) (int, any, error) {
 	return http.StatusOK, wire.Applied{Name: name, Revision: f.Revision}, nil
 }
 
-func (a *API) listFleets(r *http.Request, _ store.Key) (int, any, error) {
+// listFleets is GET /v1/fleets: every fleet in name order for a
+// deployment-wide key; for a key naming fleets, those of them that exist
+// (keyFleets), so that no other fleet's name shows, in a page or a cursor.
+func (a *API) listFleets(r *http.Request, key store.Key) (int, any, error) {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	if !key.AllFleets() {
+		page, err := a.keyFleets(r.Context(), key, r.URL.Query().Get("cursor"), limit)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, page, nil
 	}
 	page, err := a.cfg.Store.ListFleets(r.Context(), r.URL.Query().Get("cursor"), limit)
 	if err != nil {
@@ -110,6 +88,38 @@ func (a *API) listFleets(r *http.Request, _ store.Key) (int, any, error) {
 		out[i] = fleetOf(f)
 	}
 	return http.StatusOK, wire.FleetPage{Fleets: out, Next: page.Next}, nil
+}
+
+// keyFleets is a page of the fleets a key names that exist, in name order,
+// read one by one (a key names at most store.MaxKeyFleets): the fleets
+// after cursor (a name the key names, "" from the first), limit a page (0
+// means 50, at most 100), as ListFleets pages. Next is the last name of a
+// full page when the key names more after it.
+func (a *API) keyFleets(ctx context.Context, key store.Key, cursor string, limit int) (wire.FleetPage, error) {
+	if limit == 0 {
+		limit = 50
+	}
+	limit = min(limit, 100)
+	page := wire.FleetPage{Fleets: []wire.Fleet{}}
+	i, found := slices.BinarySearch(key.Fleets, cursor)
+	if found {
+		i++
+	}
+	for ; i < len(key.Fleets); i++ {
+		if len(page.Fleets) == limit {
+			page.Next = page.Fleets[limit-1].Name
+			break
+		}
+		f, err := a.cfg.Store.GetFleet(ctx, key.Fleets[i])
+		if errors.Is(err, fault.FleetNotFound) {
+			continue
+		}
+		if err != nil {
+			return wire.FleetPage{}, err
+		}
+		page.Fleets = append(page.Fleets, fleetOf(f))
+	}
+	return page, nil
 }
 
 func (a *API) getFleet(r *http.Request, _ store.Key) (int, any, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/run/start"
+	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -29,7 +30,14 @@ func (a *API) startRun(r *http.Request, key store.Key) (int, any, error) {
 	case len(*req.Input) > store.MaxBlobBytes:
 		return 0, nil, fault.New(fault.RequestInvalid, "field \"input\" is %d bytes; at most %d", len(*req.Input), store.MaxBlobBytes)
 	}
-	// conversation_id is the run whose conversation this one goes on with.
+	// conversation_id is the run whose conversation this one goes on with:
+	// the new run's model reads that conversation, and its answer (or its
+	// callback) can repeat it, so continuing is reading and needs runs:read.
+	// The Store refuses a run of another fleet than this one (which the key
+	// serves, checked by the route).
+	if req.ConversationID != "" && !key.Has(scope.RunsRead) {
+		return 0, nil, fault.New(fault.ScopeMissing, "continuing a conversation (conversation_id) reads it: this key lacks the scope %q that it needs beside %q", scope.RunsRead, scope.RunsWrite)
+	}
 	nr := store.NewRun{Fleet: r.PathValue("name"), Source: store.SourceAPI, Input: []byte(*req.Input), Continues: req.ConversationID}
 	if err := a.checkCallback(r.Context(), nr.Fleet, req.CallbackURL); err != nil {
 		return 0, nil, err

@@ -15,7 +15,7 @@ func (x *execution) deliverCallback(ctx context.Context) {
 	if x.run.CallbackURL == "" || x.st.Ended == nil {
 		return
 	}
-	log := x.r.log.With("run_id", x.run.ID, "callback", x.run.CallbackURL)
+	log := x.r.log.With("run_id", x.run.ID, "callback", callback.Redacted(x.run.CallbackURL))
 	if x.r.cfg.Callbacks == nil {
 		log.Warn("the run has a callback URL and this runner sends no callbacks")
 		return

@@ -25,12 +25,14 @@ const (
 	// FleetsRead: GET /v1/fleets and GET /v1/fleets/{name}.
 	FleetsRead = "fleets:read"
 	// FleetsWrite: PUT /v1/fleets/{name} (with the tool scopes of the
-	// Definition), POST …/pause, …/resume and …/webhook-secret.
+	// Definition), POST …/pause, …/resume, and …/webhook-secret together
+	// with RunsWrite (the secret signs deliveries that start runs).
 	FleetsWrite = "fleets:write"
 	// RunsRead: GET /v1/fleets/{name}/runs, GET /v1/runs/{id} and
 	// GET /v1/runs/{id}/events.
 	RunsRead = "runs:read"
-	// RunsWrite: POST /v1/fleets/{name}/runs and POST /v1/runs/{id}/cancel.
+	// RunsWrite: POST /v1/fleets/{name}/runs (with RunsRead too when it
+	// continues a conversation) and POST /v1/runs/{id}/cancel.
 	RunsWrite = "runs:write"
 	// SchedulesRead: GET /v1/fleets/{name}/schedules.
 	SchedulesRead = "schedules:read"
@@ -51,9 +53,9 @@ type Info struct {
 
 var api = []Info{
 	{FleetsRead, "read fleets and their Definitions"},
-	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, rotate webhook secrets"},
+	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
 	{RunsRead, "read runs and their events"},
-	{RunsWrite, "start and cancel runs"},
+	{RunsWrite, "start and cancel runs (continuing a conversation needs runs:read too)"},
 	{SchedulesRead, "list schedules"},
 	{SchedulesWrite, "create, change, pause, resume, run and delete schedules"},
 	{SlackAdmin, "route Slack channels to fleets"},

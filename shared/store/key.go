@@ -61,11 +61,46 @@ type Key struct {
 	// Revoked keys never authenticate again; RevokedAt is when.
 	Revoked   bool
 	RevokedAt time.Time
+	// Fleets are the fleets the key serves, sorted, without repeats; empty
+	// means every fleet of the deployment (a deployment-wide key, as every
+	// key made before keys named fleets is). The API checks them on every
+	// route (Serves); the Store only keeps them.
+	Fleets []string
 }
+
+// MaxKeyFleets is the most fleets a key may name: a condition of DynamoDB
+// takes at most 100 values in one IN, and PutSlackRoute checks a key's
+// fleets in one.
+const MaxKeyFleets = 100
 
 // Has reports whether the key carries scope s (exactly: no scope implies
 // another).
 func (k Key) Has(s string) bool { return slices.Contains(k.Scopes, s) }
+
+// AllFleets reports whether the key serves every fleet (names none).
+func (k Key) AllFleets() bool { return len(k.Fleets) == 0 }
+
+// Serves reports whether the key may act on fleet: it names it, or names
+// no fleet at all.
+func (k Key) Serves(fleet string) bool { return k.AllFleets() || slices.Contains(k.Fleets, fleet) }
+
+// Covers reports whether every fleet of a key naming fleets (empty: every
+// fleet) is one k serves: a key that serves all covers every list, a key
+// limited to some fleets covers only non-empty lists of them.
+func (k Key) Covers(fleets []string) bool {
+	if k.AllFleets() {
+		return true
+	}
+	if len(fleets) == 0 {
+		return false
+	}
+	for _, f := range fleets {
+		if !k.Serves(f) {
+			return false
+		}
+	}
+	return true
+}
 
 type keyRecord struct {
 	PK        string    `dynamodbav:"pk"`
@@ -79,10 +114,11 @@ type keyRecord struct {
 	LastUsed  int64     `dynamodbav:"lastUsedAt,omitempty"` // Unix seconds, so that conditions compare numbers
 	Revoked   bool      `dynamodbav:"revoked"`
 	RevokedAt int64     `dynamodbav:"revokedAt,omitempty"` // Unix seconds
+	Fleets    []string  `dynamodbav:"fleets,omitempty"`    // absent: every fleet
 }
 
 func (r keyRecord) key() Key {
-	k := Key{ID: r.ID, Name: r.Name, Scopes: r.Scopes, CreatedAt: r.CreatedAt, Revoked: r.Revoked}
+	k := Key{ID: r.ID, Name: r.Name, Scopes: r.Scopes, CreatedAt: r.CreatedAt, Revoked: r.Revoked, Fleets: r.Fleets}
 	if r.LastUsed > 0 {
 		k.LastUsedAt = time.Unix(r.LastUsed, 0).UTC()
 	}
@@ -93,7 +129,7 @@ func (r keyRecord) key() Key {
 }
 
 // keyAttrs are the attributes ListKeys reads: all but the hash.
-var keyAttrs = []string{"id", "name", "scopes", "createdAt", "lastUsedAt", "revoked", "revokedAt"}
+var keyAttrs = []string{"id", "name", "scopes", "createdAt", "lastUsedAt", "revoked", "revokedAt", "fleets"}
 
 func apiKeyKey(id string) map[string]types.AttributeValue { return key(pkKeys, prefixKey+id) }
 
@@ -142,7 +178,12 @@ func checkKeyName(name string) error {
 // of package scope's (fault.RequestInvalid naming the unknown ones and
 // listing the valid ones otherwise), and a key needs at least one. Names
 // need not be unique; the key id is.
-func (s *Store) CreateKey(ctx context.Context, name string, scopes []string) (Key, string, error) {
+//
+// fleets are the fleets the key serves (Key.Fleets): none makes a
+// deployment-wide key. Each must be a valid fleet name, at most
+// MaxKeyFleets of them (fault.RequestInvalid otherwise); they need not
+// exist yet, so that a team's key can create the team's fleets.
+func (s *Store) CreateKey(ctx context.Context, name string, scopes []string, fleets ...string) (Key, string, error) {
 	if err := checkKeyName(name); err != nil {
 		return Key{}, "", fmt.Errorf("create key: %w", err)
 	}
@@ -156,6 +197,21 @@ func (s *Store) CreateKey(ctx context.Context, name string, scopes []string) (Ke
 	sorted := slices.Clone(scopes)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
+	var served []string
+	if len(fleets) > 0 {
+		served = slices.Clone(fleets)
+		slices.Sort(served)
+		served = slices.Compact(served)
+	}
+	if len(served) > MaxKeyFleets {
+		return Key{}, "", fmt.Errorf("create key %s: %w", name,
+			fault.New(fault.RequestInvalid, "a key may name at most %d fleets, not %d", MaxKeyFleets, len(served)))
+	}
+	for _, f := range served {
+		if err := checkName("fleet name", f); err != nil {
+			return Key{}, "", fmt.Errorf("create key %s: %w", name, err)
+		}
+	}
 
 	now := s.now().UTC()
 	var raw [32]byte
@@ -163,7 +219,7 @@ func (s *Store) CreateKey(ctx context.Context, name string, scopes []string) (Ke
 	sum := sha256.Sum256(raw[:])
 	id := newID(keyIDPrefix, now)
 	rec := keyRecord{PK: pkKeys, SK: prefixKey + id, Kind: "key", ID: id, Name: name, Scopes: sorted,
-		Hash: sum[:], CreatedAt: now}
+		Hash: sum[:], CreatedAt: now, Fleets: served}
 	item, err := marshal(rec)
 	if err != nil {
 		return Key{}, "", fmt.Errorf("create key %s: %w", name, err)
@@ -224,6 +280,23 @@ func (s *Store) Authenticate(ctx context.Context, k string) (Key, error) {
 			rec.LastUsed = now.Unix()
 		}
 		// Otherwise the stamp is merely stale: never refuse a valid key for it.
+	}
+	return rec.key(), nil
+}
+
+// GetKey returns the key with id, revoked or not; an unknown id fails with
+// fault.KeyNotFound.
+func (s *Store) GetKey(ctx context.Context, id string) (Key, error) {
+	if !validKeyID(id) {
+		return Key{}, fmt.Errorf("get key %q: %w", id, fault.KeyNotFound)
+	}
+	var rec keyRecord
+	found, err := s.getRecord(ctx, apiKeyKey(id), &rec)
+	if err != nil {
+		return Key{}, fmt.Errorf("get key %s: %w", id, err)
+	}
+	if !found {
+		return Key{}, fmt.Errorf("get key %s: %w", id, fault.KeyNotFound)
 	}
 	return rec.key(), nil
 }

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
+	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
 func TestCreateKeyAndAuthenticate(t *testing.T) {
@@ -237,5 +239,68 @@ func TestCreateKeyRefusesBadInput(t *testing.T) {
 	}
 	if keys, err := e.ListKeys(ctx); err != nil || len(keys) != 0 {
 		t.Fatalf("ListKeys = %v, %v; want no keys", keys, err)
+	}
+}
+
+// TestKeyFleets: a key keeps the fleets it serves, sorted, through every
+// read; a key naming none serves every fleet; bad lists are refused.
+func TestKeyFleets(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	k, secret, err := e.CreateKey(ctx, "team a", []string{scope.RunsRead}, "b", "a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := k.Fleets, []string{"a", "b"}; !slices.Equal(got, want) {
+		t.Fatalf("Fleets = %q, want %q", got, want)
+	}
+	got, err := e.Authenticate(ctx, secret)
+	if err != nil || !slices.Equal(got.Fleets, k.Fleets) {
+		t.Fatalf("Authenticate = %+v, %v; want fleets %q", got, err, k.Fleets)
+	}
+	if byID, err := e.GetKey(ctx, k.ID); err != nil || !slices.Equal(byID.Fleets, k.Fleets) || byID.Name != "team a" {
+		t.Fatalf("GetKey = %+v, %v", byID, err)
+	}
+	e.clock.Advance(time.Second) // keys list in creation order
+	all, _, err := e.CreateKey(ctx, "all", []string{scope.RunsRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := e.ListKeys(ctx)
+	if err != nil || len(keys) != 2 || !slices.Equal(keys[0].Fleets, k.Fleets) || keys[1].Fleets != nil {
+		t.Fatalf("ListKeys = %+v, %v", keys, err)
+	}
+	for _, tt := range []struct {
+		key    store.Key
+		fleet  string
+		serves bool
+	}{{k, "a", true}, {k, "b", true}, {k, "c", false}, {k, "", false}, {all, "c", true}} {
+		if got := tt.key.Serves(tt.fleet); got != tt.serves {
+			t.Errorf("%s.Serves(%q) = %v, want %v", tt.key.Name, tt.fleet, got, tt.serves)
+		}
+	}
+	for _, tt := range []struct {
+		key    store.Key
+		fleets []string
+		covers bool
+	}{{k, []string{"a"}, true}, {k, []string{"a", "b"}, true}, {k, []string{"a", "c"}, false}, {k, nil, false},
+		{all, nil, true}, {all, []string{"z"}, true}} {
+		if got := tt.key.Covers(tt.fleets); got != tt.covers {
+			t.Errorf("%s.Covers(%q) = %v, want %v", tt.key.Name, tt.fleets, got, tt.covers)
+		}
+	}
+	wantCode(t, func() error { _, err := e.GetKey(ctx, "key_0000000000000000000000000z"); return err }(), fault.KeyNotFound)
+	wantCode(t, func() error { _, err := e.GetKey(ctx, "nope"); return err }(), fault.KeyNotFound)
+
+	many := make([]string, store.MaxKeyFleets+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("f%d", i)
+	}
+	for name, fleets := range map[string][]string{"bad name": {"a#b"}, "empty name": {""}, "too many": many} {
+		_, secret, err := e.CreateKey(ctx, name, []string{scope.RunsRead}, fleets...)
+		wantCode(t, err, fault.RequestInvalid)
+		if secret != "" {
+			t.Errorf("%s: a key was made", name)
+		}
 	}
 }

@@ -94,7 +94,13 @@ func checkThreadTS(ts string) error {
 // a channel that is not a Slack channel id, or a fleet name that cannot be
 // one, fails with fault.RequestInvalid. A paused fleet may be routed to: its
 // mentions are answered that it is paused.
-func (s *Store) PutSlackRoute(ctx context.Context, channel, fleet string) (ChannelRoute, error) {
+//
+// among, when given, are the fleets whose channels the caller may take (an
+// API key's fleets, at most MaxKeyFleets): a channel that has a route
+// already is routed anew only when that route reaches one of them, checked
+// in the same transaction, else fault.ScopeMissing. A channel without a
+// route may be taken by anyone who may route to fleet.
+func (s *Store) PutSlackRoute(ctx context.Context, channel, fleet string, among ...string) (ChannelRoute, error) {
 	if err := checkChannel(channel); err != nil {
 		return ChannelRoute{}, fmt.Errorf("route Slack channel: %w", err)
 	}
@@ -110,7 +116,17 @@ func (s *Store) PutSlackRoute(ctx context.Context, channel, fleet string) (Chann
 	t := s.newTxn()
 	t.check("fleet item", fleetKey(fleet), newWrite().exists(),
 		failWith(fault.New(fault.FleetNotFound, "there is no fleet %s to route Slack channel %s to", fleet, channel)))
-	t.put("route", item, nil, nil)
+	var guard *write
+	if len(among) > 0 {
+		if len(among) > MaxKeyFleets {
+			return ChannelRoute{}, fmt.Errorf("route Slack channel %s: %w", channel,
+				fault.New(fault.RequestInvalid, "at most %d fleets may guard a route, not %d", MaxKeyFleets, len(among)))
+		}
+		guard = newWrite()
+		guard.either("attribute_not_exists("+guard.n(AttrPK)+")", guard.in("fleet", among...))
+	}
+	t.put("route", item, guard, failWith(fault.New(fault.ScopeMissing,
+		"Slack channel %s is routed to a fleet this key does not serve; only a key serving that fleet may route it elsewhere", channel)))
 	if err := s.commit(ctx, t); err != nil {
 		return ChannelRoute{}, fmt.Errorf("route Slack channel %s to fleet %s: %w", channel, fleet, err)
 	}

@@ -115,3 +115,31 @@ func TestSlackThreads(t *testing.T) {
 	_, _, err = e.SlackThreadRun(ctx, ch, "")
 	wantCode(t, err, fault.RequestInvalid)
 }
+
+// TestSlackRouteGuard: a put guarded by a key's fleets takes an unrouted
+// channel or one routed to those fleets, never one routed elsewhere.
+func TestSlackRouteGuard(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, f := range []string{"a1", "a2", "b"} {
+		e.fleet(t, f)
+	}
+	if _, err := e.PutSlackRoute(ctx, "CTEAMB", "b"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.PutSlackRoute(ctx, "CTEAMB", "a1", "a1", "a2")
+	wantCode(t, err, fault.ScopeMissing)
+	if got, _, _ := e.SlackRoute(ctx, "CTEAMB"); got.Fleet != "b" {
+		t.Fatalf("a refused put changed the route to %q", got.Fleet)
+	}
+	if _, err := e.PutSlackRoute(ctx, "CTEAMA", "a1", "a1", "a2"); err != nil {
+		t.Fatalf("an unrouted channel: %v", err)
+	}
+	if _, err := e.PutSlackRoute(ctx, "CTEAMA", "a2", "a1", "a2"); err != nil {
+		t.Fatalf("a channel of the key's fleets: %v", err)
+	}
+	// An unguarded put (a deployment-wide key) takes any channel.
+	if _, err := e.PutSlackRoute(ctx, "CTEAMA", "b"); err != nil {
+		t.Fatal(err)
+	}
+}

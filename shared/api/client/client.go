@@ -464,13 +464,12 @@ func (c *Client) RunSchedule(ctx context.Context, fleet, id string) (RunStarted,
 	return out, err
 }
 
-// CreateKey creates an API key with scopes; a key grants only scopes it
-// holds itself (else an *Error UZ-KEY-403).
-func (c *Client) CreateKey(ctx context.Context, name string, scopes []string) (NewKey, error) {
-	body := struct {
-		Name   string   `json:"name"`
-		Scopes []string `json:"scopes"`
-	}{name, scopes}
+// CreateKey creates an API key with scopes, serving fleets (none: the
+// fleets of the client's own key, every fleet for a deployment-wide key). A
+// key grants only scopes it holds and fleets it serves itself (else an
+// *Error UZ-KEY-403).
+func (c *Client) CreateKey(ctx context.Context, name string, scopes []string, fleets ...string) (NewKey, error) {
+	body := wire.KeyRequest{Name: name, Scopes: scopes, Fleets: fleets}
 	var out NewKey
 	err := c.do(ctx, http.MethodPost, "/v1/keys", body, &out)
 	return out, err

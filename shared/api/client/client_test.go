@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -376,6 +377,17 @@ func TestKeys(t *testing.T) {
 	apiError(t, err, 403, "UZ-KEY-403")
 	if _, err := ci.Runs(ctx, "nope", ""); err != nil {
 		apiError(t, err, 404, "UZ-AGT-404") // the key works
+	}
+	// A key of fleet ops makes keys of ops only.
+	ops, err := c.CreateKey(ctx, "ops admin", []string{scope.KeysAdmin, scope.RunsRead}, "ops")
+	if err != nil || !slices.Equal(ops.Fleets, []string{"ops"}) {
+		t.Fatalf("CreateKey of ops = %+v, %v", ops, err)
+	}
+	oc, _ := client.New(e.srv.URL, ops.Key)
+	_, err = oc.CreateKey(ctx, "dev", []string{scope.RunsRead}, "dev")
+	apiError(t, err, 403, "UZ-KEY-403")
+	if k, err := oc.CreateKey(ctx, "ops ci", []string{scope.RunsRead}); err != nil || !slices.Equal(k.Fleets, []string{"ops"}) {
+		t.Fatalf("CreateKey without fleets by a key of ops = %+v, %v; want a key of ops", k, err)
 	}
 	if err := c.RevokeKey(ctx, nk.KeyID); err != nil {
 		t.Fatal(err)

@@ -136,14 +136,28 @@ type Key struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	Revoked    bool       `json:"revoked"`
+	// Fleets are the fleets the key serves; absent, every fleet.
+	Fleets []string `json:"fleets,omitempty"`
 }
 
 // NewKey is a key just created; Key, its secret, is shown this once.
+// Fleets are the fleets it serves; absent, every fleet.
 type NewKey struct {
 	KeyID  string   `json:"key_id"`
 	Key    string   `json:"key"`
 	Name   string   `json:"name"`
 	Scopes []string `json:"scopes"`
+	Fleets []string `json:"fleets,omitempty"`
+}
+
+// KeyRequest is POST /v1/keys's body. Fleets, when present, are the fleets
+// the key may serve (at least one: an empty list is refused, never read as
+// every fleet); absent, those of the key that creates it (every fleet for a
+// deployment-wide key).
+type KeyRequest struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+	Fleets []string `json:"fleets,omitempty"`
 }
 
 // Ended reports whether the run has ended: succeeded, failed or cancelled.
