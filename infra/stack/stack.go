@@ -221,10 +221,21 @@ const AccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identi
 	`"path":"$context.path","status":"$context.status","responseLength":"$context.responseLength",` +
 	`"integrationError":"$context.integrationErrorMessage"}`
 
+// The HTTP API stage's throttle, for every route (/v1/*, the webhooks and
+// /slack/*) together: requests a second on average and at once. A flood of
+// requests, signed or not, is answered 429 by API Gateway before it costs
+// a Lambda invocation or a table read; a team's use of the API, Slack's
+// event deliveries and its retries stay far below it.
+const (
+	APIRateLimit  = 50
+	APIBurstLimit = 100
+)
+
 // newAPI is the HTTP API: /v1/* to the api function. /slack/* is the Slack
 // function's (addSlack). The integration's invoke permission names this
 // API's routes alone. Its default stage writes an access log
-// (AccessLogFormat) to a log group of its own, with the retention.
+// (AccessLogFormat) to a log group of its own, with the retention, and
+// throttles every route (APIRateLimit, APIBurstLimit).
 func newAPI(stack awscdk.Stack, s Settings, api *function) awsapigatewayv2.HttpApi {
 	h := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		ApiName:     jsii.String(Name),
@@ -235,6 +246,10 @@ func newAPI(stack awscdk.Stack, s Settings, api *function) awsapigatewayv2.HttpA
 	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
 		DestinationArn: logs.LogGroupArn(),
 		Format:         jsii.String(AccessLogFormat),
+	})
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingRateLimit:  jsii.Number(APIRateLimit),
+		ThrottlingBurstLimit: jsii.Number(APIBurstLimit),
 	})
 	h.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 		Path:        jsii.String("/v1/{proxy+}"),

@@ -459,6 +459,15 @@ func TestResources(t *testing.T) {
 		t.Errorf("API stage access log settings %s, want %s", got, want)
 	}
 	tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), map[string]any{"LogGroupName": "/agentsfleet/Agentsfleet/api-access", "RetentionInDays": 30})
+	// Every route is throttled at the stage, and no route's own settings
+	// lift it.
+	tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), map[string]any{
+		"StageName":            "$default",
+		"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": stack.APIRateLimit, "ThrottlingBurstLimit": stack.APIBurstLimit},
+	})
+	if stages := resources(m, "AWS::ApiGatewayV2::Stage"); len(stages) != 1 || stage["RouteSettings"] != nil {
+		t.Errorf("API stages %v, want the one default stage, without per-route settings", keys(stages))
+	}
 	tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": "ANY /v1/{proxy+}"})
 	tmpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), map[string]any{"RouteKey": "POST /slack/{proxy+}"})
 	for _, out := range []string{"ApiUrl", "SlackEventsUrl", "SlackInteractivityUrl"} {

@@ -429,7 +429,7 @@ func TestCallbackIsSignedAndRetried(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("the receiver saw %d deliveries, want 2 (503, then 204)", len(got))
 	}
-	if _, err := webhook.Verify(secret, got[1], bodies[1], time.Now()); err != nil {
+	if _, err := webhook.VerifyCallback(secret, got[1], bodies[1], time.Now()); err != nil {
 		t.Fatalf("the callback does not verify: %v", err)
 	}
 	var res callback.Result

@@ -12,9 +12,11 @@ import (
 // hook is POST /v1/hooks/{fleet}: a delivery signed with the fleet's
 // webhook secret (DESIGN.md §11) starts a run whose input is the body
 // (JSON indented). It is checked before anything else is read or written:
-// no key, a wrong or stale signature answers 401, a fleet without a secret
-// 404 (an unknown fleet alike, so that senders learn nothing), and a
-// signature seen before 409.
+// headers missing or malformed and a timestamp outside the window answer
+// 401 before the table is read at all (webhook.Parse needs no secret), so
+// that such deliveries cost no read; then a fleet without a secret answers
+// 404 (an unknown fleet alike, so that senders learn nothing), a wrong
+// signature 401, and a signature seen before 409.
 //
 // The replay guard is the run's idempotency key (the delivery's canonical
 // signature, kept a day, longer than the 5 minutes a signature is valid):
@@ -28,12 +30,17 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	delivery, err := webhook.Parse(r.Header, a.cfg.Now())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	secret, err := a.cfg.Store.WebhookSecret(ctx, name)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	sig, err := webhook.Verify(secret, r.Header, body, a.cfg.Now())
+	sig, err := delivery.Verify(secret, body)
 	if err != nil {
 		a.fail(w, r, err)
 		return

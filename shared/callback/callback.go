@@ -198,8 +198,9 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("the receiver answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 }
 
-// Deliver POSTs r as JSON to callbackURL, signed with secret (the fleet's
-// webhook secret), and retries as the package comment says until the
+// Deliver POSTs r as JSON to callbackURL, signed with the callback key of
+// secret (the fleet's webhook secret: webhook.CallbackKey), under
+// webhook.CallbackSignatureHeader, never as a webhook; and retries as the package comment says until the
 // receiver answers 2xx (nil), the answer or error is not worth retrying, the
 // attempts or MaxElapsed are spent, or ctx is done. The error says which and
 // wraps the last attempt's: a *StatusError, a *egress.RefusedError, the
@@ -273,7 +274,7 @@ func (s *Sender) attempt(ctx context.Context, u *url.URL, secret string, body []
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentsfleet-callback/1.0")
-	webhook.SetHeaders(req.Header, secret, s.cfg.Now(), body)
+	webhook.SetCallbackHeaders(req.Header, secret, s.cfg.Now(), body)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -125,8 +125,18 @@ func TestDeliverSignsTheResult(t *testing.T) {
 		t.Fatalf("receiver saw %d requests, want 1", len(got))
 	}
 	d := got[0]
-	if _, err := webhook.Verify(secret, d.header, d.body, time.Now()); err != nil {
-		t.Fatalf("webhook.Verify of the delivery: %v", err)
+	if _, err := webhook.VerifyCallback(secret, d.header, d.body, time.Now()); err != nil {
+		t.Fatalf("webhook.VerifyCallback of the delivery: %v", err)
+	}
+	// Whoever receives it cannot pass it off as a webhook of the fleet.
+	if _, err := webhook.Verify(secret, d.header, d.body, time.Now()); !errors.Is(err, webhook.ErrMissing) {
+		t.Fatalf("webhook.Verify of the callback = %v, want ErrMissing", err)
+	}
+	moved := http.Header{}
+	moved.Set(webhook.TimestampHeader, d.header.Get(webhook.TimestampHeader))
+	moved.Set(webhook.SignatureHeader, d.header.Get(webhook.CallbackSignatureHeader))
+	if _, err := webhook.Verify(secret, moved, d.body, time.Now()); !errors.Is(err, webhook.ErrSignature) {
+		t.Fatalf("webhook.Verify of the callback's signature in the webhook header = %v, want ErrSignature", err)
 	}
 	if ct := d.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
@@ -190,7 +200,7 @@ func TestDeliverRetries(t *testing.T) {
 			}
 			// Every attempt is signed afresh and carries the same body.
 			for i, d := range got {
-				if _, err := webhook.Verify(secret, d.header, d.body, time.Now()); err != nil {
+				if _, err := webhook.VerifyCallback(secret, d.header, d.body, time.Now()); err != nil {
 					t.Errorf("attempt %d: %v", i+1, err)
 				}
 				if string(d.body) != string(got[0].body) {

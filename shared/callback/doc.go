@@ -2,11 +2,14 @@
 // started with (POST /v1/fleets/{name}/runs, DESIGN.md §11), once the run
 // has ended.
 //
-// A delivery is one JSON Result, POSTed with the headers of package webhook,
-// signed with the fleet's webhook secret exactly as incoming webhooks are:
-// the receiver verifies it with webhook.Verify (or any HMAC-SHA256 code)
-// and can dedupe on run_id, since a retried delivery carries the same body
-// under a fresh timestamp and signature.
+// A delivery is one JSON Result, POSTed with the callback headers of
+// package webhook: X-Agentsfleet-Timestamp and
+// X-Agentsfleet-Callback-Signature, signed with the fleet's callback key
+// (webhook.CallbackKey of its webhook secret), never as a webhook, so that
+// whoever receives a callback cannot replay it to POST /v1/hooks/{fleet}
+// to start a run. The receiver verifies it with webhook.VerifyCallback (or
+// any HMAC-SHA256 code) and can dedupe on run_id, since a retried delivery
+// carries the same body under a fresh timestamp and signature.
 //
 // # Where it may send
 //

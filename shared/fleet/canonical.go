@@ -35,6 +35,8 @@ type (
 	wireSlack struct {
 		OnReply      ReplyMode `json:"on_reply,omitempty"`
 		MergeSeconds *int      `json:"merge_seconds,omitempty"`
+		AllowStart   []string  `json:"allow_start,omitempty"`
+		AllowStop    []string  `json:"allow_stop,omitempty"`
 	}
 	wireNetwork struct {
 		Hosts []string `json:"hosts,omitempty"`
@@ -67,9 +69,22 @@ func (d *Definition) wire() wireDefinition {
 				Budget:             wireBudget{Tokens: d.Limits.Budget.Tokens, ToolCalls: d.Limits.Budget.ToolCalls},
 			},
 			Sandbox: wireSandbox{Size: d.Sandbox.Size},
-			Slack:   d.Slack.wire(),
+			Slack:   d.slackWire(),
 		},
 	}
+}
+
+// slackWire is the Slack table as the canonical form keeps it: the
+// settings (Slack.wire) and the access lists where they are set.
+func (d *Definition) slackWire() wireSlack {
+	w := d.Slack.wire()
+	w.AllowStart, w.AllowStop = d.SlackAccess.AllowStart, d.SlackAccess.AllowStop
+	return w
+}
+
+// empty reports whether w says nothing: the table is left out.
+func (w wireSlack) empty() bool {
+	return w.OnReply == "" && w.MergeSeconds == nil && w.AllowStart == nil && w.AllowStop == nil
 }
 
 // wire is s as the canonical form keeps it: nothing for the defaults, and
@@ -185,13 +200,19 @@ func (d *Definition) TOML() []byte {
 	if d.Sandbox.Size != "" {
 		fmt.Fprintf(&b, "\n[%s.sandbox]\nsize = %s\n", runtimeKey, tomlString(string(d.Sandbox.Size)))
 	}
-	if w := d.Slack.wire(); w != (wireSlack{}) {
+	if w := d.slackWire(); !w.empty() {
 		fmt.Fprintf(&b, "\n[%s.slack]\n", runtimeKey)
 		if w.OnReply != "" {
 			fmt.Fprintf(&b, "on_reply = %s\n", tomlString(string(w.OnReply)))
 		}
 		if w.MergeSeconds != nil {
 			fmt.Fprintf(&b, "merge_seconds = %d\n", *w.MergeSeconds)
+		}
+		if w.AllowStart != nil {
+			writeTOMLList(&b, "allow_start", w.AllowStart)
+		}
+		if w.AllowStop != nil {
+			writeTOMLList(&b, "allow_stop", w.AllowStop)
 		}
 	}
 	return b.Bytes()

@@ -64,6 +64,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		onReply                string
 		onReplySet             bool
 		merge                  intSetting
+		allowStart, allowStop  []listEntry
+		startAt, stopAt        keyPath
+		startSet, stopSet      bool
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
@@ -120,6 +123,12 @@ func (d *decoder) definition(root map[string]any) *Definition {
 					d.table(at, v, map[string]field{
 						"on_reply":      str(&onReply, &onReplySet),
 						"merge_seconds": integer(&merge),
+						"allow_start": func(at keyPath, v any) {
+							allowStart, startAt, startSet = d.list(at, v), at, true
+						},
+						"allow_stop": func(at keyPath, v any) {
+							allowStop, stopAt, stopSet = d.list(at, v), at, true
+						},
 					})
 				},
 			})
@@ -166,6 +175,12 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		}
 	}
 	def.Slack.MergeSeconds = int(d.bounded(merge, 0, MaxMergeSeconds, DefaultMergeSeconds, "seconds"))
+	if startSet && !d.mistyped[startAt.String()] {
+		def.SlackAccess.AllowStart = d.slackIDs(startAt, allowStart)
+	}
+	if stopSet && !d.mistyped[stopAt.String()] {
+		def.SlackAccess.AllowStop = d.slackIDs(stopAt, allowStop)
+	}
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {
@@ -301,6 +316,44 @@ func (d *decoder) integer(at keyPath, v any) (int64, bool) {
 	}
 	d.typeProblem(at, "want a whole number, got %s", d.typeName(v))
 	return 0, false
+}
+
+// slackIDs checks an access list: Slack user ids (U…, W…) and user group
+// ids (S…), at least one and at most MaxSlackAccess; it returns them
+// sorted, without repeats.
+func (d *decoder) slackIDs(at keyPath, entries []listEntry) []string {
+	if len(entries) == 0 {
+		d.probs.add(at, "an empty list lets nobody in; list Slack user ids (U…) or user group ids (S…), or leave the key out to let everyone in")
+		return nil
+	}
+	if len(entries) > MaxSlackAccess {
+		d.probs.add(at, "%d ids; at most %d are allowed (name a user group instead)", len(entries), MaxSlackAccess)
+		return nil
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !slackIDPattern(e.s) {
+			d.probs.add(e.at, "%q is not a Slack user id (U… or W…) or user group id (S…): use the id, not the name (a member's profile, or a group's page, shows it)", clip(e.s))
+			continue
+		}
+		out = append(out, e.s)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// slackIDPattern reports whether s looks like a Slack user or user group
+// id: U, W or S, then 2 to 20 upper-case letters and digits.
+func slackIDPattern(s string) bool {
+	if len(s) < 3 || len(s) > 21 || !strings.ContainsRune("UWS", rune(s[0])) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // list decodes v as an array of strings.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -42,7 +43,41 @@ type Definition struct {
 	Sandbox Sandbox
 	// Slack is how the fleet takes its Slack threads.
 	Slack Slack
+	// SlackAccess is who in Slack may start the fleet's runs and stop them
+	// ([x-agentsfleet.slack] allow_start and allow_stop).
+	SlackAccess SlackAccess
 }
+
+// SlackAccess is who in Slack may start a fleet's runs (a mention, a direct
+// message, a reply in a run's thread) and press a run's Stop button. Each
+// list holds Slack user ids (U… or W…) and user group ids (S…), a person
+// being on it when their id is, or they are a member of a group that is.
+// A nil list is not set.
+//
+// AllowStart not set lets everyone who can write to the app start runs.
+// AllowStop not set is AllowStart (everyone, if that is not set either).
+// The person who started a run may always stop it. The lists bind the
+// Slack door only: the HTTP API, webhooks and schedules go by their own
+// keys and secrets.
+type SlackAccess struct {
+	AllowStart, AllowStop []string
+}
+
+// MaxSlackAccess is the most ids an access list may hold.
+const MaxSlackAccess = 100
+
+// StopList is the list that says who may stop a run besides its starter:
+// AllowStop, else AllowStart; nil when neither is set.
+func (a SlackAccess) StopList() []string {
+	if a.AllowStop != nil {
+		return a.AllowStop
+	}
+	return a.AllowStart
+}
+
+// IsSlackGroup reports whether id names a user group (S…) rather than a
+// user (U… or W…).
+func IsSlackGroup(id string) bool { return strings.HasPrefix(id, "S") }
 
 // Limits are a run's caps.
 type Limits struct {
@@ -181,6 +216,7 @@ func (d *Definition) Clone() *Definition {
 	c := *d
 	c.Tools = slices.Clone(d.Tools)
 	c.Hosts = slices.Clone(d.Hosts)
+	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))
 		for k, v := range d.Secrets {

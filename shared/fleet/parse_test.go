@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -517,6 +518,59 @@ func TestSlackSettings(t *testing.T) {
 		_, err := fleet.ParseTOML([]byte(base + "[x-agentsfleet.slack]\n" + bad.toml + "\n"))
 		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "x-agentsfleet.slack") {
 			t.Errorf("%s: %v, want %q", bad.toml, err, bad.want)
+		}
+	}
+}
+
+func TestSlackAccess(t *testing.T) {
+	t.Parallel()
+	base := "name = \"talker\"\ninstructions = \"Talk.\"\n[x-agentsfleet.slack]\n"
+	d, err := fleet.ParseTOML([]byte(base + "allow_start = [\"U0AAA\", \"S0ONCALL\", \"W0GRID\", \"U0AAA\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"S0ONCALL", "U0AAA", "W0GRID"}; !reflect.DeepEqual(d.SlackAccess.AllowStart, want) || d.SlackAccess.AllowStop != nil {
+		t.Fatalf("SlackAccess = %+v, want allow_start %v and no allow_stop", d.SlackAccess, want)
+	}
+	if got := d.SlackAccess.StopList(); !reflect.DeepEqual(got, d.SlackAccess.AllowStart) {
+		t.Fatalf("StopList = %v, want allow_start when allow_stop is not set", got)
+	}
+	both, err := fleet.ParseTOML([]byte(base + "allow_start = [\"U0AAA\"]\nallow_stop = [\"S0LEADS\"]\non_reply = \"interrupt\"\n"))
+	if err != nil || !reflect.DeepEqual(both.SlackAccess.StopList(), []string{"S0LEADS"}) {
+		t.Fatalf("Parse = %+v, %v", both.SlackAccess, err)
+	}
+	for _, d := range []*fleet.Definition{d, both} {
+		for _, back := range []func() (*fleet.Definition, error){
+			func() (*fleet.Definition, error) { return fleet.ParseJSON(d.Canonical()) },
+			func() (*fleet.Definition, error) { return fleet.ParseTOML(d.TOML()) },
+		} {
+			if got, err := back(); err != nil || !reflect.DeepEqual(got, d) {
+				t.Fatalf("round trip = %+v, %v; want %+v", got, err, d)
+			}
+		}
+		if c := d.Clone(); !reflect.DeepEqual(c, d) || (len(c.SlackAccess.AllowStart) > 0 && &c.SlackAccess.AllowStart[0] == &d.SlackAccess.AllowStart[0]) {
+			t.Fatal("Clone shares or loses the access lists")
+		}
+	}
+	if plain, _ := fleet.ParseTOML([]byte("name = \"talker\"\ninstructions = \"Talk.\"\n")); plain.SlackAccess.AllowStart != nil || plain.SlackAccess.StopList() != nil {
+		t.Fatalf("a Definition without the keys has access %+v, want none set", plain.SlackAccess)
+	}
+	many := make([]string, fleet.MaxSlackAccess+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("\"U0%04d\"", i)
+	}
+	for _, bad := range []struct{ toml, want string }{
+		{"allow_start = []", "an empty list lets nobody in"},
+		{"allow_stop = [\"alice\"]", `"alice" is not a Slack user id`},
+		{"allow_start = [\"@alice\"]", "is not a Slack user id"},
+		{"allow_start = [\"C0123ABCD\"]", "is not a Slack user id"},
+		{"allow_start = [\"u0lower\"]", "is not a Slack user id"},
+		{"allow_start = \"U0AAA\"", "want an array of strings"},
+		{"allow_start = [" + strings.Join(many, ",") + "]", "at most 100"},
+	} {
+		_, err := fleet.ParseTOML([]byte(base + bad.toml + "\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "x-agentsfleet.slack.allow_") {
+			t.Errorf("%.60s: %v, want %q", bad.toml, err, bad.want)
 		}
 	}
 }

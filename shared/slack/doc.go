@@ -14,11 +14,19 @@
 // as far as Slack vouches for it: a Stop button stops only the run of the
 // thread it was clicked in.
 //
+// Who may start and stop runs is the fleet's (fleet.SlackAccess, from its
+// current Definition): a person on neither its allow_start list nor in a
+// user group on it starts nothing, and only a run's starter and those on
+// the stop list may press its Stop; a person refused is told why in one
+// message only they see (chat.postEphemeral). User groups are read with
+// usergroups.users.list and kept GroupTTL; a group that cannot be read
+// refuses.
+//
 // Events: app_mention, a direct message to the app, and a message in a
 // thread a run from Slack already answered in start a run (start.Run,
 // source slack, the thread) of the fleet the thread's last run was of, else
-// the channel's route (store.PutSlackRoute), else the deployment's default
-// fleet; in a thread a run already answered in, the new run continues that
+// the channel's route (store.PutSlackRoute), else, for a channel but never
+// a direct message, the deployment's default fleet; in a thread a run already answered in, the new run continues that
 // run's conversation (store.NewRun.Continues). A delivery is acknowledged once the run is recorded and the
 // runner's invocation queued (InvocationType Event); the run's work, and
 // everything the thread shows of it, happens after. Slack's retries

@@ -30,6 +30,12 @@ const RouteHelp = "This channel is not routed to a fleet yet, so I cannot start 
 	"(a key with the slack:admin scope), then mention me again. " +
 	"A deployment can also set a default fleet for every channel without a route: AGENTSFLEET_SLACK_DEFAULT_FLEET."
 
+// DMRouteHelp is the answer to a direct message that reaches no fleet:
+// the deployment's default fleet is for channels only.
+const DMRouteHelp = "Direct messages to me reach a fleet only where a route says, so I cannot start anything here. " +
+	"Someone with a key holding the slack:admin scope can route this conversation with `agentsfleet slack route %s FLEET`, " +
+	"or `PUT /v1/slack/routes/%s` with `{\"fleet\": \"FLEET\"}`; or mention me in a channel routed to a fleet."
+
 // message is one Slack message that may start a run.
 type message struct {
 	eventID  string
@@ -226,11 +232,19 @@ func (h *Handler) start(ctx context.Context, m message) error {
 			fleetName, from = route.Fleet, "route"
 		}
 	}
-	if fleetName == "" && h.cfg.DefaultFleet != "" {
+	if fleetName == "" && h.cfg.DefaultFleet != "" && m.kind != "dm" {
+		// Direct messages reach a fleet only where a route says: anyone in
+		// the workspace can write to the app.
 		fleetName, from = h.cfg.DefaultFleet, "default"
 	}
 	if fleetName == "" {
+		if m.kind == "dm" {
+			return h.answerOnce(ctx, m, fmt.Sprintf(DMRouteHelp, m.channel, m.channel))
+		}
 		return h.answerOnce(ctx, m, fmt.Sprintf(RouteHelp, m.channel, m.channel))
+	}
+	if ok, err := h.mayStart(ctx, m, fleetName); err != nil || !ok {
+		return err
 	}
 	input := m.input()
 	if input == "" {

@@ -62,7 +62,10 @@ type Config struct {
 	// Log receives a line for each request that failed inside agentsfleet
 	// and each answer that could not be posted; nil means slog.Default().
 	Log *slog.Logger
-	// Post posts the Handler's short answers; nil logs them instead.
+	// Post posts the Handler's short answers; nil logs them instead. Where
+	// it is also an Ephemeraler, a person the fleet's access lists refuse
+	// is told why in a message only they see; where it is a GroupLister,
+	// those lists may name user groups.
 	Post Poster
 }
 
@@ -70,9 +73,10 @@ type Config struct {
 // request is verified (Verify) before its body is parsed: one that fails
 // is answered 401 and changes nothing. Safe for concurrent use.
 type Handler struct {
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg    Config
+	log    *slog.Logger
+	mux    *http.ServeMux
+	groups groups
 }
 
 // NewHandler returns the Handler over cfg: it needs a Store, an Invoker
@@ -181,6 +185,29 @@ var _ Poster = (*WebPoster)(nil)
 // NewWebPoster returns a Poster posting with client (slack.New(token,
 // slack.OptionAPIURL(…)) to point it at another Web API).
 func NewWebPoster(client *goslack.Client) *WebPoster { return &WebPoster{client: client} }
+
+// Ephemeral posts text to user alone with chat.postEphemeral, in the thread
+// threadTS of channel ("" for the channel).
+func (p *WebPoster) Ephemeral(ctx context.Context, channel, threadTS, user, text string) error {
+	opts := []goslack.MsgOption{goslack.MsgOptionText(text, false)}
+	if threadTS != "" {
+		opts = append(opts, goslack.MsgOptionTS(threadTS))
+	}
+	if _, err := p.client.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+		return fmt.Errorf("post to %s alone in Slack channel %s: %w", user, channel, err)
+	}
+	return nil
+}
+
+// GroupMembers lists a user group's members with usergroups.users.list
+// (the usergroups:read scope).
+func (p *WebPoster) GroupMembers(ctx context.Context, group string) ([]string, error) {
+	members, err := p.client.GetUserGroupMembersContext(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("list the members of Slack user group %s: %w", group, err)
+	}
+	return members, nil
+}
 
 // Reply posts text in the thread with chat.postMessage. Slack's refusal
 // (not_in_channel, channel_not_found, …) comes back as the error.

@@ -640,7 +640,7 @@ func TestManifest(t *testing.T) {
 	m := string(raw)
 	for _, want := range []string{
 		"- app_mentions:read", "- chat:write", "- channels:history", "- groups:history", "- im:history",
-		"- files:write", "- reactions:write", "- assistant:write",
+		"- files:write", "- reactions:write", "- assistant:write", "- usergroups:read",
 		"- app_mention\n", "- message.channels", "- message.groups", "- message.im",
 		"is_enabled: true", slack.EventsPath + "\n", slack.InteractivityPath + "\n",
 	} {

@@ -50,8 +50,10 @@ func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 }
 
 // stop cancels the run a Stop button names, if it is the run of the thread
-// the button was clicked in, and answers in that thread. It returns an
-// error only for what is wrong inside agentsfleet.
+// the button was clicked in and the person who clicked may stop it (its
+// starter, or as the fleet's access lists say: mayStop), and answers in
+// that thread; a person who may not is told why in a message only they
+// see. It returns an error only for what is wrong inside agentsfleet.
 func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runID string) error {
 	channel := ic.Channel.ID
 	if channel == "" {
@@ -81,6 +83,15 @@ func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runI
 	if run.Thread == nil || run.Thread.Channel != channel {
 		h.log.Warn("slack: Stop refused: the run does not answer in this channel", "run_id", runID, "channel", channel)
 		h.answer(ctx, channel, clicked, "Run "+runID+" does not answer in this channel, so it cannot be stopped from here.")
+		return nil
+	}
+	ok, why, err := h.mayStop(ctx, run.Fleet, runID, run.Thread.User, ic.User.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		h.log.Info("slack: Stop refused: not the starter nor on the fleet's stop list", "run_id", runID, "fleet", run.Fleet, "user", ic.User.ID)
+		h.whisper(ctx, channel, clicked, ic.User.ID, why)
 		return nil
 	}
 	_, err = h.cfg.Store.Transition(ctx, runID, store.StatusCancelled, "stopped from Slack by "+userOr(ic.User.ID))

@@ -1,7 +1,7 @@
 // Package webhook signs and verifies agentsfleet's webhook deliveries and
 // completion callbacks (DESIGN.md §11).
 //
-// A delivery carries two headers:
+// A webhook delivery carries two headers:
 //
 //	X-Agentsfleet-Timestamp: 1767225600
 //	X-Agentsfleet-Signature: v1=<hex of HMAC-SHA256(secret, timestamp + "." + body)>
@@ -24,5 +24,23 @@
 // Every error Verify returns matches fault.HookUnauthorized (401 at the
 // edge) and one of ErrMissing, ErrMalformed, ErrStale and ErrSignature,
 // which say what was wrong in terms a sender can act on without revealing
-// anything about the secret. Comparisons are constant-time.
+// anything about the secret. Comparisons are constant-time. Parse does
+// every check that needs no secret, so that a receiver refuses an unsigned,
+// malformed or stale delivery before it reads anything.
+//
+// # Completion callbacks
+//
+// A run's completion callback (shared/callback) is signed in the same
+// format with a key and a header of its own, so that a callback received
+// can never be replayed as a webhook, nor a webhook as a callback:
+//
+//	X-Agentsfleet-Timestamp: 1767225600
+//	X-Agentsfleet-Callback-Signature: v1=<hex of HMAC-SHA256(callback key, timestamp + "." + body)>
+//
+// The callback key is CallbackKey(secret), the hex of
+// HMAC-SHA256(secret, "agentsfleet callback key v1"): derived, so there is
+// no second secret to keep, and one-way, so a receiver given only the
+// callback key cannot sign webhooks. VerifyCallback checks it; Verify never
+// accepts a callback (no SignatureHeader, and a signature moved there is
+// made with another key), and VerifyCallback never a webhook.
 package webhook

@@ -43,7 +43,7 @@ var (
 // sent at ts with secret. The signature header holds one v1 value.
 func Sign(secret string, ts time.Time, body []byte) (timestamp, signature string) {
 	timestamp = strconv.FormatInt(ts.Unix(), 10)
-	return timestamp, "v1=" + hex.EncodeToString(mac(secret, timestamp, body))
+	return timestamp, "v1=" + hex.EncodeToString(mac([]byte(secret), timestamp, body))
 }
 
 // SetHeaders signs body (Sign) and sets both headers on h, replacing any
@@ -54,8 +54,8 @@ func SetHeaders(h http.Header, secret string, ts time.Time, body []byte) {
 	h.Set(SignatureHeader, signature)
 }
 
-func mac(secret, timestamp string, body []byte) []byte {
-	m := hmac.New(sha256.New, []byte(secret))
+func mac(key []byte, timestamp string, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(timestamp))
 	m.Write([]byte{'.'})
 	m.Write(body)
@@ -63,43 +63,90 @@ func mac(secret, timestamp string, body []byte) []byte {
 }
 
 // Verify checks that header signs body with secret and that its timestamp is
-// within Tolerance of now. It returns the delivery's canonical signature:
-// the lower-case hex of the HMAC, which is the same however the sender
-// wrote the header (case, spaces, extra values), and is what the receiver's
-// replay guard must record. Errors wrap ErrMissing, ErrMalformed, ErrStale
-// or ErrSignature, all matching fault.HookUnauthorized.
+// within Tolerance of now: Parse, then Delivery.Verify. It returns the
+// delivery's canonical signature: the lower-case hex of the HMAC, which is
+// the same however the sender wrote the header (case, spaces, extra
+// values), and is what the receiver's replay guard must record. Errors wrap
+// ErrMissing, ErrMalformed, ErrStale or ErrSignature, all matching
+// fault.HookUnauthorized.
+func Verify(secret string, header http.Header, body []byte, now time.Time) (string, error) {
+	d, err := Parse(header, now)
+	if err != nil {
+		return "", err
+	}
+	return d.Verify(secret, body)
+}
+
+// Delivery is a delivery's headers, read and found within the window: what
+// Parse (or ParseCallback) checks without the key.
+type Delivery struct {
+	timestamp string
+	sigs      [][]byte
+	kind      *kind
+}
+
+// kind is what tells a webhook from a callback: the signature header, the
+// errors, and how the HMAC key comes from the fleet's webhook secret.
+type kind struct {
+	what                      string
+	header                    string
+	missing, malformed, wrong error
+	key                       func(string) []byte
+}
+
+// webhookKind MACs with the secret exactly as it was shown.
+var webhookKind = &kind{"webhook", SignatureHeader, ErrMissing, ErrMalformed, ErrSignature, func(s string) []byte { return []byte(s) }}
+
+// Parse reads a webhook delivery's headers and checks its timestamp
+// against now, needing no secret: a receiver calls it before it looks the
+// secret up, so that a delivery that cannot be good whatever the secret
+// (unsigned, malformed, stale) costs no read. Its errors wrap ErrMissing,
+// ErrMalformed or ErrStale.
 //
 // Each header must appear once: a delivery repeating either is malformed,
 // so a proxy that appends a header cannot make the receiver read a value
 // other than the one signed. The timestamp is checked before the
-// signature, and the signature is compared in constant time.
-func Verify(secret string, header http.Header, body []byte, now time.Time) (string, error) {
-	tsVals, sigVals := header.Values(TimestampHeader), header.Values(SignatureHeader)
+// signature.
+func Parse(header http.Header, now time.Time) (*Delivery, error) {
+	return parse(webhookKind, header, now)
+}
+
+func parse(k *kind, header http.Header, now time.Time) (*Delivery, error) {
+	tsVals, sigVals := header.Values(TimestampHeader), header.Values(k.header)
 	if len(tsVals) == 0 || len(sigVals) == 0 || tsVals[0] == "" || sigVals[0] == "" {
-		return "", fmt.Errorf("verify webhook: %w", ErrMissing)
+		return nil, fmt.Errorf("verify %s: %w", k.what, k.missing)
 	}
 	if len(tsVals) > 1 || len(sigVals) > 1 {
-		return "", fmt.Errorf("verify webhook: repeated header: %w", ErrMalformed)
+		return nil, fmt.Errorf("verify %s: repeated header: %w", k.what, k.malformed)
 	}
 	timestamp := tsVals[0]
 	ts, ok := parseTimestamp(timestamp)
 	if !ok {
-		return "", fmt.Errorf("verify webhook: timestamp: %w", ErrMalformed)
+		return nil, fmt.Errorf("verify %s: timestamp: %w", k.what, k.malformed)
 	}
 	sigs, ok := parseSignatures(sigVals[0])
 	if !ok {
-		return "", fmt.Errorf("verify webhook: signature: %w", ErrMalformed)
+		return nil, fmt.Errorf("verify %s: signature: %w", k.what, k.malformed)
 	}
 	if d := now.Unix() - ts; d > int64(Tolerance/time.Second) || d < -int64(Tolerance/time.Second) {
-		return "", fmt.Errorf("verify webhook: %w", ErrStale)
+		return nil, fmt.Errorf("verify %s: %w", k.what, ErrStale)
 	}
-	want := mac(secret, timestamp, body)
+	return &Delivery{timestamp: timestamp, sigs: sigs, kind: k}, nil
+}
+
+// Verify checks, in constant time, that one of the delivery's signatures
+// signs body for the fleet whose webhook secret is secret (with the secret
+// itself for Parse's delivery, with its CallbackKey for ParseCallback's),
+// and returns the canonical signature (see the package's Verify). Its error
+// wraps ErrSignature or ErrCallbackSignature.
+func (d *Delivery) Verify(secret string, body []byte) (string, error) {
+	want := mac(d.kind.key(secret), d.timestamp, body)
 	match := 0
-	for _, s := range sigs {
+	for _, s := range d.sigs {
 		match |= boolInt(hmac.Equal(s, want)) // no early exit: every value costs the same
 	}
 	if match == 0 {
-		return "", fmt.Errorf("verify webhook: %w", ErrSignature)
+		return "", fmt.Errorf("verify %s: %w", d.kind.what, d.kind.wrong)
 	}
 	return hex.EncodeToString(want), nil
 }

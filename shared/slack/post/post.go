@@ -7,7 +7,8 @@
 //     hourglass reaction on the thread's first message);
 //   - the plan: one message, edited in place (chat.update) as it changes;
 //   - a message line: posted as the runner made it (secrets replaced,
-//     mentions inert), within the runner's 12 seconds;
+//     mentions inert), as plain text that Slack shows exactly as written
+//     (plainBlocks), within the runner's 12 seconds;
 //   - the answer: streamed into the thread (chat.startStream, appendStream,
 //     stopStream) to the person the run answers, posted plainly when
 //     streaming is refused or that person is not known, and uploaded as a
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -103,7 +105,8 @@ func (p *Poster) Post(ctx context.Context, req thread.Request) thread.Response {
 		err = p.plan(ctx, req)
 	case thread.OpLine:
 		_, _, err = p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
-			slack.MsgOptionText(req.Text, false), slack.MsgOptionLinkNames(false))
+			slack.MsgOptionBlocks(plainBlocks(req.Text)...), slack.MsgOptionText(req.Text, false),
+			slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
 	case thread.OpAnswer:
 		err = p.answer(ctx, req)
 	case thread.OpEnded:
@@ -162,6 +165,48 @@ func statusBlocks(text, runID string, stop bool) []slack.Block {
 		blocks = append(blocks, slack.NewActionBlock("agentsfleet_run", btn))
 	}
 	return blocks
+}
+
+// MaxTextObject is the most characters Block Kit takes in one section's
+// text object.
+const MaxTextObject = 3000
+
+// plainBlocks is a message line as Slack shows it exactly as written: one
+// section block a MaxTextObject characters, each a plain_text text object
+// with emoji false. plain_text is never read as mrkdwn (*bold*, _x_, ~x~,
+// `code`, quotes, <…> mentions and links), and emoji false keeps :name:
+// codes as text; Slack still decodes &amp; &lt; &gt;, which is how the
+// runner's inert line (thread.Inert) shows its & < > as written. The line
+// is cut at a line's end where one falls near the limit (the blocks stack,
+// so the cut shows as that line's end), else at the limit, never inside a
+// character or an entity. The message's text, which notifications show,
+// is the line with mrkdwn false.
+func plainBlocks(text string) []slack.Block {
+	var out []slack.Block
+	for text != "" {
+		cut, skip := len(text), 0
+		if utf8.RuneCountInString(text) > MaxTextObject {
+			end := 0
+			for n := 0; n < MaxTextObject; n++ {
+				_, size := utf8.DecodeRuneInString(text[end:])
+				end += size
+			}
+			switch i := strings.LastIndexByte(text[:end], '\n'); {
+			case text[end] == '\n':
+				cut, skip = end, 1
+			case i > 0:
+				cut, skip = i, 1
+			default:
+				cut = end
+				if amp := strings.LastIndexByte(text[:end], '&'); amp > 0 && end-amp < len("&amp;") && !strings.Contains(text[amp:end], ";") {
+					cut = amp // not inside &amp; &lt; &gt;
+				}
+			}
+		}
+		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, text[:cut], false, false), nil, nil))
+		text = text[cut+skip:]
+	}
+	return out
 }
 
 // plan posts the plan, or edits the run's plan message.

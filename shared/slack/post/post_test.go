@@ -190,3 +190,76 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// TestLineShowsAsWritten posts message lines that Slack's markdown would
+// change: each must show exactly as the fleet wrote it (the spec: "the line
+// appears as plain text, as the fleet wrote it"), as the fake renders it.
+// The runner sends lines inert (thread.Inert), as it does in a run.
+func TestLineShowsAsWritten(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	p := newPoster(t, f)
+	for _, written := range []string{
+		"*bold* is not bold",
+		"_x_ is not italic",
+		"~x~ is not struck out",
+		"`go test` is not code",
+		"```\nnor a code block\n```",
+		"shipped :tada: :+1:",
+		"deploying <!channel> <@U042> <#C0123|general> <https://example.com|a link>",
+		"a & b > c < d",
+		"> not a quote\n• not a list",
+		strings.Repeat("é", 2048),                        // 4,096 bytes, 2,048 characters: one text object
+		strings.Repeat("a log line *x*\n", 273),          // 4,095 bytes: cut at a line's end
+		strings.Repeat("a", 2999) + "é" + "\n*b*_c_ :d:", // a cut beside a character of two bytes
+	} {
+		line := req(thread.OpLine)
+		line.Text = thread.Inert(written)
+		r := p.Post(ctx, line)
+		if !r.Delivered {
+			t.Fatalf("line %.40q: %+v (refused: %v)", written, r, f.Refused())
+		}
+		msgs := f.Messages()
+		m := msgs[len(msgs)-1]
+		if m.Rendered != written {
+			t.Errorf("line %.60q shows as %.60q", written, m.Rendered)
+		}
+		if strings.Contains(m.Blocks, `"emoji":true`) || strings.Contains(m.Blocks, `"mrkdwn"`) {
+			t.Errorf("line %.40q: blocks %.200s, want plain_text without emoji", written, m.Blocks)
+		}
+		if m.ThreadTS != line.ThreadTS || m.Channel != line.Channel {
+			t.Errorf("line posted in %s/%s, want %s/%s", m.Channel, m.ThreadTS, line.Channel, line.ThreadTS)
+		}
+		// The notification's text, where blocks are not shown, is plain too.
+		if c := f.Last("chat.postMessage"); c.Args["text"] != line.Text || c.Args["mrkdwn"] != "false" || c.Args["link_names"] == "true" {
+			t.Errorf("line %.40q: text %.40q, mrkdwn %q, link_names %q; want the line, mrkdwn false, no link_names",
+				written, c.Args["text"], c.Args["mrkdwn"], c.Args["link_names"])
+		}
+	}
+}
+
+// A line longer than one text object holds (3,000 characters) and without
+// a line's end to cut at shows in two blocks, stacked: nothing is lost.
+func TestLongLineWithoutBreaks(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	p := newPoster(t, f)
+	line := req(thread.OpLine)
+	line.Text = strings.Repeat("x", 4096)
+	if r := p.Post(ctx, line); !r.Delivered {
+		t.Fatalf("line = %+v (refused: %v)", r, f.Refused())
+	}
+	m := f.Messages()[0]
+	if want := line.Text[:3000] + "\n" + line.Text[3000:]; m.Rendered != want {
+		t.Fatalf("a line of 4,096 x shows as %d characters, want it whole in two blocks", len(m.Rendered))
+	}
+	// Nor is an entity cut: the first block ends before it.
+	line.Text = thread.Inert(strings.Repeat("y", 2998) + "&" + strings.Repeat("z", 1000))
+	if r := p.Post(ctx, line); !r.Delivered {
+		t.Fatalf("line = %+v (refused: %v)", r, f.Refused())
+	}
+	m = f.Messages()[1]
+	if want := strings.Repeat("y", 2998) + "\n&" + strings.Repeat("z", 1000); m.Rendered != want {
+		t.Fatalf("a line with & at the cut shows as %.20q…%.20q, want the & whole after the cut", m.Rendered[:20], m.Rendered[2990:])
+	}
+}

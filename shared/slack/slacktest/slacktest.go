@@ -14,6 +14,15 @@
 //     or attachments (no_text);
 //   - chat.update wants a message posted in that channel
 //     (message_not_found), and text or blocks (no_text);
+//   - blocks, where a method takes them, must be a JSON array of at most
+//     50 blocks whose section and header text objects are plain_text or
+//     mrkdwn with 1 to 3,000 characters, emoji only on plain_text
+//     (invalid_blocks), as Block Kit's reference says;
+//   - chat.postEphemeral wants a channel (channel_not_found), a user
+//     (user_not_found; user_not_in_channel where Members says who is in the
+//     channel and the user is not), and text or blocks (no_text);
+//   - usergroups.users.list wants a user group the workspace has
+//     (no_such_subteam; AddUserGroup makes one) and answers its members;
 //   - chat.startStream wants a channel (channel_not_found) and, outside a
 //     direct message (a channel whose id does not start with D),
 //     recipient_team_id and recipient_user_id: Slack's method documentation
@@ -34,6 +43,16 @@
 //     (invalid_arguments); files.completeUploadExternal wants files it
 //     issued and that were uploaded (file_not_found).
 //
+// Each message also keeps what a person would see of it (Message.Rendered):
+// Slack's rendering of its blocks, or of its text where it has none, with
+// what Slack would format marked — mrkdwn's *bold*, _italic_, ~strike~ and
+// `code`, :emoji: codes, <…> mentions and links — and &amp; &lt; &gt;
+// decoded, as Slack shows them. plain_text shows no formatting but renders
+// :emoji: unless its emoji is false; a message's text is mrkdwn unless the
+// call set mrkdwn false, and even then its :emoji: codes render (Slack's
+// documentation promises nothing else), so only a plain_text block with
+// emoji false shows every line exactly as written.
+//
 // Refuse makes it refuse a method the way Slack does for reasons a fake
 // cannot see (missing_scope, not_in_channel, ratelimited, …). A Server is
 // safe for concurrent use.
@@ -45,10 +64,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 )
@@ -69,6 +91,12 @@ type Message struct {
 	// streamed so far.
 	Text   string
 	Blocks string // the blocks argument as sent, JSON
+	// Rendered is what a person sees of a posted or updated message (see
+	// the package comment); empty for a streamed one.
+	Rendered string
+	// Ephemeral says chat.postEphemeral posted it, for User alone.
+	Ephemeral bool
+	User      string
 	// Streamed says chat.startStream began it; Streaming that
 	// chat.stopStream has not ended it yet.
 	Streamed, Streaming bool
@@ -93,13 +121,15 @@ type Server struct {
 	files     map[string][]byte
 	uploaded  map[string]bool
 	last      []byte
+	groups    map[string][]string // user group id → members
+	members   map[string][]string // channel → members, where known
 }
 
 // New starts a Server that wants token as the bot token, closed when the
 // test ends.
 func New(t testing.TB, token string) *Server {
 	s := &Server{token: token, refuse: map[string]string{}, reactions: map[string]bool{},
-		files: map[string][]byte{}, uploaded: map[string]bool{}}
+		files: map[string][]byte{}, uploaded: map[string]bool{}, groups: map[string][]string{}, members: map[string][]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.srv.Close)
@@ -125,6 +155,22 @@ func (s *Server) Refuse(method, code string) {
 		return
 	}
 	s.refuse[method] = code
+}
+
+// AddUserGroup gives the workspace the user group id (S…) with members,
+// replacing any it had.
+func (s *Server) AddUserGroup(id string, members ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[id] = append([]string(nil), members...)
+}
+
+// Members says who is in channel, for chat.postEphemeral's
+// user_not_in_channel; a channel never named here takes any user.
+func (s *Server) Members(channel string, users ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.members[channel] = append([]string(nil), users...)
 }
 
 // Calls returns the calls taken so far, in order.
@@ -242,6 +288,14 @@ func (s *Server) call(r *http.Request, method string, args map[string]string) (m
 		return s.postMessage(args)
 	case "chat.update":
 		return s.update(args)
+	case "chat.postEphemeral":
+		return s.postEphemeral(args)
+	case "usergroups.users.list":
+		members, ok := s.groups[args["usergroup"]]
+		if !ok {
+			return nil, "no_such_subteam"
+		}
+		return map[string]any{"users": append([]string{}, members...)}, ""
 	case "chat.startStream":
 		return s.startStream(args)
 	case "chat.appendStream", "chat.stopStream":
@@ -298,8 +352,33 @@ func (s *Server) postMessage(args map[string]string) (map[string]any, refusal) {
 	if args["text"] == "" && args["blocks"] == "" && args["attachments"] == "" {
 		return nil, "no_text"
 	}
-	m := s.newMessage(Message{Channel: args["channel"], ThreadTS: args["thread_ts"], Text: args["text"], Blocks: args["blocks"]})
+	rendered, err := render(args)
+	if err != "" {
+		return nil, err
+	}
+	m := s.newMessage(Message{Channel: args["channel"], ThreadTS: args["thread_ts"], Text: args["text"], Blocks: args["blocks"], Rendered: rendered})
 	return map[string]any{"channel": m.Channel, "ts": m.TS, "message": map[string]any{"type": "message", "text": m.Text, "ts": m.TS}}, ""
+}
+
+func (s *Server) postEphemeral(args map[string]string) (map[string]any, refusal) {
+	channel, user := args["channel"], args["user"]
+	switch {
+	case channel == "":
+		return nil, "channel_not_found"
+	case user == "":
+		return nil, "user_not_found"
+	case s.members[channel] != nil && !slices.Contains(s.members[channel], user):
+		return nil, "user_not_in_channel"
+	case args["text"] == "" && args["blocks"] == "" && args["attachments"] == "":
+		return nil, "no_text"
+	}
+	rendered, err := render(args)
+	if err != "" {
+		return nil, err
+	}
+	m := s.newMessage(Message{Channel: channel, ThreadTS: args["thread_ts"], Text: args["text"], Blocks: args["blocks"],
+		Rendered: rendered, Ephemeral: true, User: user})
+	return map[string]any{"message_ts": m.TS}, ""
 }
 
 func (s *Server) update(args map[string]string) (map[string]any, refusal) {
@@ -313,7 +392,11 @@ func (s *Server) update(args map[string]string) (map[string]any, refusal) {
 	if args["text"] == "" && args["blocks"] == "" && args["attachments"] == "" {
 		return nil, "no_text"
 	}
-	m.Text, m.Blocks = args["text"], args["blocks"]
+	rendered, err := render(args)
+	if err != "" {
+		return nil, err
+	}
+	m.Text, m.Blocks, m.Rendered = args["text"], args["blocks"], rendered
 	return map[string]any{"channel": m.Channel, "ts": m.TS, "text": m.Text}, ""
 }
 
@@ -427,4 +510,97 @@ func (s *Server) Sorted() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// textObject is a Block Kit text object.
+type textObject struct {
+	Type  string `json:"type"`
+	Text  string `json:"text"`
+	Emoji *bool  `json:"emoji"`
+}
+
+// block is what the fake reads of a block: its type and text.
+type block struct {
+	Type string      `json:"type"`
+	Text *textObject `json:"text"`
+}
+
+// maxBlocks and maxTextObject are Block Kit's limits: blocks in a message,
+// characters in a section's or header's text object.
+const (
+	maxBlocks     = 50
+	maxTextObject = 3000
+)
+
+// render is what a person sees of a message with these arguments (see the
+// package comment), or invalid_blocks.
+func render(args map[string]string) (string, refusal) {
+	if args["blocks"] == "" {
+		if args["mrkdwn"] == "false" {
+			return emoji(unescape(args["text"])), ""
+		}
+		return mrkdwn(args["text"]), ""
+	}
+	var blocks []block
+	if err := json.Unmarshal([]byte(args["blocks"]), &blocks); err != nil || len(blocks) == 0 || len(blocks) > maxBlocks {
+		return "", "invalid_blocks"
+	}
+	var out []string
+	for _, b := range blocks {
+		if b.Type == "" {
+			return "", "invalid_blocks"
+		}
+		if b.Text == nil || (b.Type != "section" && b.Type != "header") {
+			continue // buttons and the like: not text a person reads here
+		}
+		t := b.Text
+		if n := utf8.RuneCountInString(t.Text); n == 0 || n > maxTextObject {
+			return "", "invalid_blocks"
+		}
+		switch t.Type {
+		case "plain_text":
+			shown := unescape(t.Text)
+			if t.Emoji == nil || *t.Emoji {
+				shown = emoji(shown)
+			}
+			out = append(out, shown)
+		case "mrkdwn":
+			if t.Emoji != nil {
+				return "", "invalid_blocks"
+			}
+			out = append(out, mrkdwn(t.Text))
+		default:
+			return "", "invalid_blocks"
+		}
+	}
+	return strings.Join(out, "\n"), "" // blocks stack, each on lines of its own
+}
+
+var (
+	controlRE = regexp.MustCompile(`<([^<>]*)>`)
+	codeRE    = regexp.MustCompile("`([^`\n]+)`")
+	boldRE    = regexp.MustCompile(`\*([^*\n]+)\*`)
+	italicRE  = regexp.MustCompile(`_([^_\n]+)_`)
+	strikeRE  = regexp.MustCompile(`~([^~\n]+)~`)
+	emojiRE   = regexp.MustCompile(`:([a-z][a-z0-9_+'-]*):`)
+)
+
+// mrkdwn marks what Slack formats in mrkdwn text: <…> (a mention, a
+// channel, a link), `code`, *bold*, _italic_, ~strike~ and :emoji:, then
+// decodes the three entities.
+func mrkdwn(text string) string {
+	t := controlRE.ReplaceAllString(text, "«link:$1»")
+	t = codeRE.ReplaceAllString(t, "«code:$1»")
+	t = boldRE.ReplaceAllString(t, "«bold:$1»")
+	t = italicRE.ReplaceAllString(t, "«italic:$1»")
+	t = strikeRE.ReplaceAllString(t, "«strike:$1»")
+	return emoji(unescape(t))
+}
+
+// emoji marks the :emoji: codes Slack shows as pictures.
+func emoji(text string) string { return emojiRE.ReplaceAllString(text, "«emoji:$1»") }
+
+// unescape decodes what Slack decodes for display: &lt; &gt; &amp;.
+func unescape(text string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(text)
 }

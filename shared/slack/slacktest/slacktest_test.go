@@ -2,6 +2,7 @@ package slacktest_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/slack-go/slack"
@@ -103,5 +104,83 @@ func TestUpload(t *testing.T) {
 	}
 	if c := s.Last("files.completeUploadExternal"); c.Args["channel_id"] != "C0123ABCD" || c.Args["thread_ts"] != "1796123395.000100" {
 		t.Fatalf("completeUploadExternal = %+v", c)
+	}
+}
+
+// The new methods refuse as Slack does, and answer as it does.
+func TestEphemeralAndUserGroups(t *testing.T) {
+	t.Parallel()
+	s := slacktest.New(t, "xoxb-right")
+	api := s.Client()
+	text := slack.MsgOptionText("only you", false)
+	_, errNoChannel := api.PostEphemeralContext(ctx, "", "U0USER123", text)
+	_, errNoUser := api.PostEphemeralContext(ctx, "C0123ABCD", "", text)
+	_, errNoText := api.PostEphemeralContext(ctx, "C0123ABCD", "U0USER123")
+	s.Members("C0MEMBERS", "U0INSIDE1")
+	_, errOutside := api.PostEphemeralContext(ctx, "C0MEMBERS", "U0USER123", text)
+	_, errNoGroup := api.GetUserGroupMembersContext(ctx, "S0NOSUCH1")
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"postEphemeral without a channel", errNoChannel, "channel_not_found"},
+		{"postEphemeral without a user", errNoUser, "user_not_found"},
+		{"postEphemeral without text", errNoText, "no_text"},
+		{"postEphemeral to someone not in the channel", errOutside, "user_not_in_channel"},
+		{"usergroups.users.list of no group", errNoGroup, "no_such_subteam"},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("%s: got %v, want %s", tt.name, tt.err, tt.want)
+		}
+	}
+	if _, err := api.PostEphemeralContext(ctx, "C0MEMBERS", "U0INSIDE1", text, slack.MsgOptionTS("1796123395.000100")); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.Messages(); len(m) != 1 || !m[0].Ephemeral || m[0].User != "U0INSIDE1" || m[0].ThreadTS != "1796123395.000100" || m[0].Rendered != "only you" {
+		t.Fatalf("messages = %+v, want the ephemeral one for U0INSIDE1 in the thread", m)
+	}
+	s.AddUserGroup("S0ONCALL1", "U0A", "U0B")
+	if got, err := api.GetUserGroupMembersContext(ctx, "S0ONCALL1"); err != nil || len(got) != 2 || got[0] != "U0A" || got[1] != "U0B" {
+		t.Fatalf("members = %v, %v", got, err)
+	}
+}
+
+// Rendered is what Slack would show: the fake formats what Slack formats.
+func TestRendered(t *testing.T) {
+	t.Parallel()
+	s := slacktest.New(t, "xoxb-right")
+	api := s.Client()
+	const written = "*bold* _it_ ~gone~ `code` :tada: &lt;!here&gt; a &amp; b"
+	plain := func(emoji bool) slack.MsgOption {
+		return slack.MsgOptionBlocks(slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, written, emoji, false), nil, nil))
+	}
+	for _, tt := range []struct {
+		name string
+		opts []slack.MsgOption
+		want string
+	}{
+		{"mrkdwn text", []slack.MsgOption{slack.MsgOptionText(written, false)}, "«bold:bold» «italic:it» «strike:gone» «code:code» «emoji:tada» <!here> a & b"},
+		{"text with mrkdwn false", []slack.MsgOption{slack.MsgOptionText(written, false), slack.MsgOptionDisableMarkdown()}, "*bold* _it_ ~gone~ `code` «emoji:tada» <!here> a & b"},
+		{"plain_text with emoji", []slack.MsgOption{plain(true)}, "*bold* _it_ ~gone~ `code` «emoji:tada» <!here> a & b"},
+		{"plain_text without emoji", []slack.MsgOption{plain(false)}, "*bold* _it_ ~gone~ `code` :tada: <!here> a & b"},
+		{"a mention", []slack.MsgOption{slack.MsgOptionText("hi <@U0USER123>", false)}, "hi «link:@U0USER123»"},
+	} {
+		if _, _, err := api.PostMessageContext(ctx, "C0123ABCD", tt.opts...); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		m := s.Messages()
+		if got := m[len(m)-1].Rendered; got != tt.want {
+			t.Errorf("%s: rendered %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	// Block Kit's limits.
+	long := slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, strings.Repeat("é", 3001), false, false), nil, nil)
+	if _, _, err := api.PostMessageContext(ctx, "C0123ABCD", slack.MsgOptionBlocks(long)); err == nil || err.Error() != "invalid_blocks" {
+		t.Errorf("a text object of 3,001 characters: %v, want invalid_blocks", err)
+	}
+	ok := slack.NewSectionBlock(slack.NewTextBlockObject(slack.PlainTextType, strings.Repeat("é", 3000), false, false), nil, nil)
+	if _, _, err := api.PostMessageContext(ctx, "C0123ABCD", slack.MsgOptionBlocks(ok)); err != nil {
+		t.Errorf("a text object of 3,000 characters: %v", err)
 	}
 }
