@@ -17,11 +17,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/agentsfleet/agentsfleet/e2e/deployment"
 	"github.com/agentsfleet/agentsfleet/shared/api/webhook"
 	afdeploy "github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
+	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
 var (
@@ -584,5 +590,60 @@ func TestDeployedSweep(t *testing.T) {
 	})
 	for _, d := range dp.Denied() {
 		t.Errorf("not allowed by the template: %s", d)
+	}
+}
+
+// TestDeployedPoolItemsRunnerOnly: the template lets the runner alone
+// read the warm pool's items. Requests for them, made as the api, slack
+// and schedule functions' code would make them (their endpoints, their
+// roles' credentials; the store's own queries), are denied by the
+// template; the same requests by the runner, and those functions' reads
+// of other items, are allowed.
+func TestDeployedPoolItemsRunnerOnly(t *testing.T) {
+	outside := httptest.NewServer(http.NotFoundHandler())
+	defer outside.Close()
+	dp := deploy(t, outside, nil)
+	env, err := dp.Environment("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := env[store.EnvTable]
+	ctx := context.Background()
+	fns := []string{"api", "runner", "schedule", "slack"}
+	for _, fn := range fns {
+		cfg, err := dp.AWS(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := dynamodb.NewFromConfig(cfg)
+		st := store.New(db, table)
+		if _, err := st.ListPool(ctx, string(fleet.DefaultSandboxSize)); err != nil {
+			t.Fatalf("%s: ListPool: %v", fn, err)
+		}
+		if _, _, err := st.ClaimedSandbox(ctx, string(fleet.DefaultSandboxSize), "run-x"); err != nil {
+			t.Fatalf("%s: ClaimedSandbox: %v", fn, err)
+		}
+		key := func(pk, sk string) map[string]ddbtypes.AttributeValue {
+			return map[string]ddbtypes.AttributeValue{store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: pk}, store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: sk}}
+		}
+		for _, k := range []map[string]ddbtypes.AttributeValue{key(store.PoolKeyPrefix+"small", "SBX#x"), key("FLEET#"+deployedFleet, "FLEET")} {
+			if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k}); err != nil {
+				t.Fatalf("%s: GetItem: %v", fn, err)
+			}
+		}
+	}
+	denied := map[string]int{}
+	for _, d := range dp.Denied() {
+		fn, _, _ := strings.Cut(d, ":")
+		denied[fn]++
+		if !strings.Contains(d, "dynamodb:LeadingKeys") {
+			t.Errorf("denied, but not for the pool's items: %s", d)
+		}
+	}
+	for _, fn := range fns {
+		// Two queries of the pool's partition and one read of its item.
+		if want := map[bool]int{true: 0, false: 3}[fn == "runner"]; denied[fn] != want {
+			t.Errorf("the template denies the %s function %d of its requests for the pool's items, want %d", fn, denied[fn], want)
+		}
 	}
 }

@@ -110,6 +110,24 @@ func (d *Deployment) Denied() []string {
 	return out
 }
 
+// AWS is the AWS configuration the code of the function short gets: its
+// endpoint, so that each request is recorded as the function's and held
+// to its role by Denied, and its role's credentials. A test makes requests
+// with it as that function's code could.
+func (d *Deployment) AWS(short string) (aws.Config, error) {
+	f := d.function(short)
+	if f == nil {
+		return aws.Config{}, fmt.Errorf("no function %s", short)
+	}
+	cfg := d.aws.Copy()
+	cfg.BaseEndpoint = aws.String(f.aws.url)
+	cfg.Credentials = aws.NewCredentialsCache(staticCreds(f))
+	// The configuration's sources hold the harness' own endpoint (moto's),
+	// which a client would take over BaseEndpoint.
+	cfg.ConfigSources = nil
+	return cfg, nil
+}
+
 // SandboxTasks is how many sandbox tasks have a sandboxd running now.
 func (d *Deployment) SandboxTasks() int { return d.tasks.running() }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
@@ -91,6 +92,7 @@ type Deployment struct {
 	secrets   map[string]string    // name → ARN
 	queues    map[string]string    // queue URL → ARN
 	policies  map[string][]statement
+	hashKeys  map[string]string    // table ARN, or table ARN/index/NAME → its partition key's attribute
 	own       map[string][2]string // the template's own schedules: group and name, by logical id
 	sandbox   sandboxContainer
 	gateway   *gateway
@@ -127,7 +129,7 @@ func Start(ctx context.Context, o Options) (_ *Deployment, err error) {
 	}
 	d := &Deployment{opts: o, t: t, region: "us-east-1", account: "123456789012",
 		functions: map[string]*function{}, byName: map[string]*function{}, secrets: map[string]string{},
-		queues: map[string]string{}, policies: map[string][]statement{}, own: map[string][2]string{}, closed: make(chan struct{}),
+		queues: map[string]string{}, policies: map[string][]statement{}, hashKeys: map[string]string{}, own: map[string][2]string{}, closed: make(chan struct{}),
 		moto: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	d.vs = &values{region: d.region, account: d.account, refs: map[string]string{}, attrs: map[string]string{}}
 	d.tasks = newTasks(d)
@@ -318,6 +320,18 @@ func (d *Deployment) makeTable(ctx context.Context) error {
 		}
 		d.vs.refs[id] = name
 		d.vs.attrs[id+".Arn"] = d.arn("dynamodb", "table/"+name)
+		hash := func(ks []types.KeySchemaElement) string {
+			for _, k := range ks {
+				if k.KeyType == types.KeyTypeHash {
+					return aws.ToString(k.AttributeName)
+				}
+			}
+			return ""
+		}
+		d.hashKeys[d.arn("dynamodb", "table/"+name)] = hash(input.KeySchema)
+		for _, g := range input.GlobalSecondaryIndexes {
+			d.hashKeys[d.arn("dynamodb", "table/"+name+"/index/"+aws.ToString(g.IndexName))] = hash(g.KeySchema)
+		}
 		d.vs.attrs[id+".StreamArn"] = d.arn("dynamodb", "table/"+name+"/stream/1")
 	}
 	return nil

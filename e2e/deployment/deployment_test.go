@@ -12,13 +12,29 @@ func TestAllowed(t *testing.T) {
 		{"Effect":"Allow","Action":["dynamodb:GetItem","dynamodb:Query"],"Resource":["arn:aws:dynamodb:us-east-1:1:table/T","arn:aws:dynamodb:us-east-1:1:table/T/index/*"]},
 		{"Effect":"Allow","Action":"ecs:RunTask","Resource":"arn:aws:ecs:us-east-1:1:task-definition/sb:*","Condition":{"ArnEquals":{"ecs:cluster":"arn:aws:ecs:us-east-1:1:cluster/c"}}},
 		{"Effect":"Allow","Action":"secretsmanager:*","Resource":"*"},
-		{"Effect":"Deny","Action":"secretsmanager:*","Resource":"arn:aws:secretsmanager:us-east-1:1:secret:slack-??????"}
+		{"Effect":"Deny","Action":"secretsmanager:*","Resource":"arn:aws:secretsmanager:us-east-1:1:secret:slack-??????"},
+		{"Effect":"Deny","Action":"dynamodb:*","Resource":["arn:aws:dynamodb:us-east-1:1:table/T","arn:aws:dynamodb:us-east-1:1:table/T/index/*"],
+		 "Condition":{"ForAnyValue:StringLike":{"dynamodb:LeadingKeys":["POOL#*"]}}},
+		{"Effect":"Allow","Action":"dynamodb:DeleteItem","Resource":"arn:aws:dynamodb:us-east-1:1:table/T"},
+		{"Effect":"Deny","Action":"dynamodb:DeleteItem","Resource":"arn:aws:dynamodb:us-east-1:1:table/T","Condition":{"NumericLessThan":{"x":"1"}}},
+		{"Effect":"Allow","Action":"dynamodb:PutItem","Resource":"arn:aws:dynamodb:us-east-1:1:table/U","Condition":{"NumericLessThan":{"x":"1"}}}
 	]`), &stmts)
+	pool := func(action, pk string) Call {
+		return Call{Action: action, Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T"}, Context: map[string]string{"dynamodb:LeadingKeys": pk}}
+	}
 	for _, c := range []struct {
 		call Call
 		want bool
 	}{
 		{Call{Action: "dynamodb:GetItem", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T"}}, true},
+		// A Deny whose operator the harness does not know applies; such an
+		// Allow does not.
+		{Call{Action: "dynamodb:DeleteItem", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T"}}, false},
+		{Call{Action: "dynamodb:PutItem", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/U"}}, false},
+		{pool("dynamodb:Query", "POOL#small"), false},
+		{pool("dynamodb:Query", "FLEET#a"), true},
+		{pool("dynamodb:Query", "XPOOL#small"), true},
+		{Call{Action: "dynamodb:Query", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T"}}, true},
 		{Call{Action: "dynamodb:Query", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T/index/gsi1"}}, true},
 		{Call{Action: "dynamodb:PutItem", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/T"}}, false},
 		{Call{Action: "dynamodb:GetItem", Resource: []string{"arn:aws:dynamodb:us-east-1:1:table/Other"}}, false},

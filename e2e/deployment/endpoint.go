@@ -22,7 +22,9 @@ type Call struct {
 	Action   string   // such as dynamodb:PutItem
 	Resource []string // ARNs, or * for an action that takes none
 	// Context holds the condition keys IAM evaluates for it, such as
-	// ecs:cluster or iam:PassedToService.
+	// ecs:cluster, iam:PassedToService or dynamodb:LeadingKeys (the
+	// partition key value of the item or query; a transaction is one Call
+	// for each item).
 	Context map[string]string
 	Status  int // moto's (or the harness') HTTP status
 }
@@ -188,25 +190,22 @@ func (d *Deployment) classify(svc string, r *http.Request, body []byte) ([]Call,
 		case "TransactWriteItems", "TransactGetItems":
 			items, _ := js["TransactItems"].([]any)
 			seen := map[string]bool{}
-			var calls []string
+			var out []Call
 			for _, it := range items {
 				m, _ := it.(map[string]any)
 				for kind, v := range m {
 					action := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
 						"ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}[kind]
-					res := table(str(v.(map[string]any), "TableName"))
-					if k := action + " " + res; !seen[k] {
+					vm, _ := v.(map[string]any)
+					res := table(str(vm, "TableName"))
+					ctx := d.leadingKeys(res, vm)
+					// IAM authorizes a transaction item by item: one
+					// check for each kind of item, table and partition.
+					if k := action + " " + res + " " + ctx["dynamodb:LeadingKeys"]; !seen[k] {
 						seen[k] = true
-						calls = append(calls, k)
+						out = append(out, Call{Action: "dynamodb:" + action, Resource: []string{res}, Context: ctx})
 					}
 				}
-			}
-			// IAM authorizes a transaction item by item: one check for
-			// each kind of item and its table.
-			var out []Call
-			for _, k := range calls {
-				a, res, _ := strings.Cut(k, " ")
-				out = append(out, Call{Action: "dynamodb:" + a, Resource: []string{res}, Context: map[string]string{}})
 			}
 			return out, nil
 		case "BatchWriteItem", "BatchGetItem":
@@ -220,6 +219,7 @@ func (d *Deployment) classify(svc string, r *http.Request, body []byte) ([]Call,
 				res += "/index/" + idx
 			}
 			c.Resource = []string{res}
+			c.Context = d.leadingKeys(res, js)
 		}
 	case "secretsmanager":
 		c.Action = "secretsmanager:" + op
@@ -334,4 +334,55 @@ func (d *Deployment) classify(svc string, r *http.Request, body []byte) ([]Call,
 		return nil, fmt.Errorf("%s %s %s: no action the harness knows", svc, r.Method, r.URL.Path)
 	}
 	return append([]Call{c}, extra...), nil
+}
+
+var (
+	andRE   = regexp.MustCompile(`(?i)\s+AND\s+`)
+	equalRE = regexp.MustCompile(`^\(?\s*([#\w]+)\s*=\s*(:\w+)\s*\)?$`)
+)
+
+// leadingKeys is the condition key dynamodb:LeadingKeys of a request on
+// res (a table, or an index of it) whose body (or transaction item) is
+// req: the partition key's value of its Key, its Item, or its
+// KeyConditionExpression's equality on the partition key. A request
+// without one (a Scan) has none.
+func (d *Deployment) leadingKeys(res string, req map[string]any) map[string]string {
+	ctx := map[string]string{}
+	attr := d.hashKeys[res]
+	if attr == "" {
+		return ctx
+	}
+	str := func(v any) (string, bool) {
+		m, _ := v.(map[string]any)
+		s, ok := m["S"].(string)
+		return s, ok
+	}
+	for _, k := range []string{"Key", "Item"} {
+		if m, ok := req[k].(map[string]any); ok {
+			if v, ok := str(m[attr]); ok {
+				ctx["dynamodb:LeadingKeys"] = v
+				return ctx
+			}
+		}
+	}
+	cond, _ := req["KeyConditionExpression"].(string)
+	names, _ := req["ExpressionAttributeNames"].(map[string]any)
+	values, _ := req["ExpressionAttributeValues"].(map[string]any)
+	for _, part := range andRE.Split(strings.TrimSpace(cond), -1) {
+		m := equalRE.FindStringSubmatch(strings.TrimSpace(part))
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		if n, ok := names[name].(string); ok {
+			name = n
+		}
+		if name != attr {
+			continue
+		}
+		if v, ok := str(values[m[2]]); ok {
+			ctx["dynamodb:LeadingKeys"] = v
+		}
+	}
+	return ctx
 }

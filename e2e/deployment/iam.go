@@ -36,9 +36,11 @@ func (l *stringList) UnmarshalJSON(b []byte) error {
 
 // Allowed reports whether the statements allow c, as IAM evaluates an
 // identity policy: an explicit deny wins, then any allow; nothing allowed
-// is denied. Conditions are evaluated for the operators the stack uses;
-// an operator the harness does not know makes its statement not apply
-// (so an unknown condition can never allow a call).
+// is denied. Conditions are evaluated for the operators the stack uses,
+// with the set operators ForAnyValue: and ForAllValues: over a Call's
+// single value; an operator the harness does not know makes an Allow not
+// apply and a Deny apply (so an unknown condition can never allow a
+// call).
 func Allowed(stmts []statement, c Call) (bool, string) {
 	allowed := ""
 	for _, res := range c.Resource {
@@ -92,7 +94,18 @@ func (s statement) applies(action, resource string, ctx map[string]string) bool 
 	if !inResource {
 		return false
 	}
+	deny := strings.EqualFold(s.Effect, "Deny")
 	for op, keys := range s.Condition {
+		set, base, _ := strings.Cut(op, ":")
+		if base == "" {
+			set, base = "", op
+		}
+		if !known[base] || (set != "" && set != "ForAnyValue" && set != "ForAllValues") {
+			if deny {
+				continue
+			}
+			return false
+		}
 		for key, want := range keys {
 			got, present := ctx[key]
 			var wants []string
@@ -106,13 +119,19 @@ func (s statement) applies(action, resource string, ctx map[string]string) bool 
 			default:
 				wants = []string{fmt.Sprint(w)}
 			}
-			if !present || !conditionHolds(op, got, wants) {
+			switch {
+			case !present && set == "ForAllValues":
+				// Every value of an empty set matches.
+			case !present || !conditionHolds(base, got, wants):
 				return false
 			}
 		}
 	}
 	return true
 }
+
+// known are the condition operators conditionHolds evaluates.
+var known = map[string]bool{"StringEquals": true, "ArnEquals": true, "StringLike": true, "ArnLike": true}
 
 func conditionHolds(op, got string, wants []string) bool {
 	for _, w := range wants {

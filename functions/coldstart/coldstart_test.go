@@ -107,6 +107,7 @@ func settings(name string) map[string]string {
 			"AGENTSFLEET_SANDBOX_TASK_DEFINITION": "agentsfleet-sandbox:1",
 			"AGENTSFLEET_SANDBOX_SUBNETS":         "subnet-1,subnet-2",
 			"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1",
+			"AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN":   "arn:aws:secretsmanager:us-east-1:123456789012:secret:sandbox-token-key",
 			"AGENTSFLEET_SANDBOX_WARM":            "small=2",
 		}
 		maps.Copy(env, schedules)

@@ -26,12 +26,17 @@
 //	AGENTSFLEET_TEST_ALLOW_ADDR       test-only, never set by the stack: a loopback address
 //	                                  callbacks may reach (shared/web/egress)
 //
-// Sandboxes (ECS Fargate tasks, shared/sandbox/launch/ecs), all four or none:
+// Sandboxes (ECS Fargate tasks, shared/sandbox/launch/ecs), all four or none,
+// and with them the key of the tasks' tokens:
 //
 //	AGENTSFLEET_SANDBOX_CLUSTER          the ECS cluster
 //	AGENTSFLEET_SANDBOX_TASK_DEFINITION  the sandbox image's task definition (family, family:revision or ARN)
 //	AGENTSFLEET_SANDBOX_SUBNETS          the tasks' subnets, comma-separated
 //	AGENTSFLEET_SANDBOX_SECURITY_GROUPS  their security groups, comma-separated
+//	AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN    the Secrets Manager secret of the key each task's token is derived
+//	                                     from (shared/sandbox/token), read on first use; the runner alone
+//	                                     may read it. AGENTSFLEET_SANDBOX_TOKEN_KEY is the key itself, on
+//	                                     one machine
 //	AGENTSFLEET_SANDBOX_PUBLIC_IP        true (default): public IPs, the runner outside any VPC;
 //	                                     false: the private layout, the runner in the VPC
 //	AGENTSFLEET_SANDBOX_WARM             optional: idle tasks kept per size, such as small=2,medium=1

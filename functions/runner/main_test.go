@@ -57,13 +57,17 @@ func TestSettingsAreChecked(t *testing.T) {
 			"AGENTSFLEET_SANDBOX_SUBNETS not set"},
 		{map[string]string{"AGENTSFLEET_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w",
 			"AGENTSFLEET_SANDBOX_WARM": "huge=1"}, "AGENTSFLEET_SANDBOX_WARM"},
+		// Sandboxes need the key of their tokens.
+		{merge(sandboxes, map[string]string{"AGENTSFLEET_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w",
+			"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a"}), "AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN"},
 	} {
 		if _, err := newRunner(tc.env); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("newRunner(%v) = %v, want an error with %q", tc.env, err, tc.want)
 		}
 	}
 	all := merge(sandboxes, map[string]string{"AGENTSFLEET_TABLE": "t", "AWS_LAMBDA_FUNCTION_NAME": "r", "AGENTSFLEET_FUNCTION_WEBTOOLS": "w",
-		"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_MODEL_PROVIDER": "scripted", "AGENTSFLEET_CHECKPOINT_BUCKET": "b"})
+		"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_MODEL_PROVIDER": "scripted", "AGENTSFLEET_CHECKPOINT_BUCKET": "b",
+		"AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN": "arn:aws:secretsmanager:us-east-1:1:secret:k"})
 	if r, err := newRunner(all); err != nil || r == nil {
 		t.Fatalf("newRunner with every setting = %v, %v", r, err)
 	}

@@ -75,6 +75,22 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	table := []string{*st.Table.TableArn(), *st.Table.TableArn() + "/index/*"}
 	tableActions := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 		"dynamodb:Query", "dynamodb:ConditionCheckItem"}
+	// The warm pool's items (store.PoolKeyPrefix) are the runner's alone:
+	// every other function that may use the table is denied any request
+	// whose partition key is one of theirs. A deny of that prefix, not an
+	// allow of the others', so that an item kind added later needs no
+	// change here; the pool's items hold no token anyway (a nonce, which
+	// only the runner's key makes a token of).
+	readTable := func(f *function) {
+		f.role.AddToPolicy(allow(tableActions, table, nil))
+		f.role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Effect:    awsiam.Effect_DENY,
+			Actions:   jsii.Strings("dynamodb:*"),
+			Resources: jsii.Strings(table...),
+			Conditions: &map[string]any{"ForAnyValue:StringLike": map[string]any{
+				"dynamodb:LeadingKeys": []string{store.PoolKeyPrefix + "*"}}},
+		}))
+	}
 	schedules := func(f *function) {
 		// The schedule routes and tools register, replace and delete the
 		// fleets' schedules in the group (shared/schedule/eventbridge); the
@@ -112,7 +128,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		Effect:  awsiam.Effect_DENY,
 		Actions: jsii.Strings("secretsmanager:*"),
 		Resources: jsii.Strings(*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn(),
-			*st.Secrets.ModelKeys.SecretArn()),
+			*st.Secrets.ModelKeys.SecretArn(), *st.Secrets.SandboxTokenKey.SecretArn()),
 	}))
 
 	// runner: 1024 MB, since a step decodes and encodes the whole
@@ -135,6 +151,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		ecs.EnvSubnets:             *awscdk.Fn_Join(jsii.String(","), st.Sandbox.Subnets.SubnetIds),
 		ecs.EnvSecurityGroups:      *st.Sandbox.Group.SecurityGroupId(),
 		ecs.EnvPublicIP:            map[Network]string{Public: "true", Private: "false"}[s.Network],
+		ecs.EnvTokenKeyARN:         *st.Secrets.SandboxTokenKey.SecretArn(),
 	}
 	for k, v := range scheduleEnv {
 		runnerEnv[k] = v
@@ -154,6 +171,9 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	}
 	runnerFn := mk("runner", shape{memoryMiB: 1024, timeoutSeconds: 900, reserved: s.RunnerConcurrency}, runnerEnv, s.Network == Private)
 	runnerFn.role.AddToPolicy(allow(tableActions, table, nil))
+	// The key of the sandboxes' tokens: the runner's alone, so that what
+	// the table holds of a sandbox (its nonce) reaches it from here only.
+	runnerFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.SandboxTokenKey.SecretArn()}, nil))
 	if keyed {
 		runnerFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.ModelKeys.SecretArn()}, nil))
 	}
@@ -207,7 +227,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		apiEnv[k] = v
 	}
 	api := mk("api", shape{memoryMiB: 512, timeoutSeconds: 29}, apiEnv, false)
-	api.role.AddToPolicy(allow(tableActions, table, nil))
+	readTable(api)
 	// The runner to start runs; webtools to scrub schedule messages.
 	api.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn, webFn.arn}, nil))
 	schedules(api)
@@ -224,7 +244,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		schedEnv[k] = v
 	}
 	sched := mk("schedule", shape{memoryMiB: 256, timeoutSeconds: 30}, schedEnv, false)
-	sched.role.AddToPolicy(allow(tableActions, table, nil))
+	readTable(sched)
 	sched.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn}, nil))
 	schedules(sched)
 
@@ -242,7 +262,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		slackEnv[slack.EnvDefaultFleet] = s.SlackDefaultFleet
 	}
 	slackFn := mk("slack", shape{memoryMiB: 256, timeoutSeconds: 30}, slackEnv, false)
-	slackFn.role.AddToPolicy(allow(tableActions, table, nil))
+	readTable(slackFn)
 	slackFn.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn}, nil))
 	slackFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"},
 		[]string{*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn()}, nil))

@@ -49,6 +49,11 @@ type Secrets struct {
 	// ModelKeys is a JSON object with ANTHROPIC_API_KEY and OPENAI_API_KEY,
 	// for the runner alone, which reads it on its first model call.
 	ModelKeys awssecretsmanager.Secret
+	// SandboxTokenKey is the key every sandbox's token is derived from
+	// (shared/sandbox/token), for the runner alone, which reads it on its
+	// first sandbox. Its generated value is the real one; rotating it
+	// orphans the running sandboxes (their runs get new ones).
+	SandboxTokenKey awssecretsmanager.Secret
 }
 
 // New builds the stack named Name in scope. It fails when a function's
@@ -210,6 +215,8 @@ func newSecrets(stack awscdk.Stack) Secrets {
 				SecretStringTemplate: jsii.String(`{"ANTHROPIC_API_KEY":"","OPENAI_API_KEY":""}`),
 				GenerateStringKey:    jsii.String("placeholder"),
 			}),
+		SandboxTokenKey: mk("SandboxTokenKey", "agentsfleet: the key of the sandboxes' tokens (only the runner reads it)",
+			&awssecretsmanager.SecretStringGenerator{PasswordLength: jsii.Number(64), ExcludePunctuation: jsii.Bool(true)}),
 	}
 }
 

@@ -236,7 +236,9 @@ var (
 	logsOf = func(id string) string {
 		return "Allow logs:CreateLogStream | logs:PutLogEvents on ${" + id + "Logs.Arn}"
 	}
-	tableRW   = "Allow dynamodb:ConditionCheckItem | dynamodb:DeleteItem | dynamodb:GetItem | dynamodb:PutItem | dynamodb:Query | dynamodb:UpdateItem on ${Table.Arn} | ${Table.Arn}/index/*"
+	tableRW = "Allow dynamodb:ConditionCheckItem | dynamodb:DeleteItem | dynamodb:GetItem | dynamodb:PutItem | dynamodb:Query | dynamodb:UpdateItem on ${Table.Arn} | ${Table.Arn}/index/*"
+	// The warm pool's items are the runner's alone (store.PoolKeyPrefix).
+	noPool    = "Deny dynamodb:* on ${Table.Arn} | ${Table.Arn}/index/* if {ForAnyValue:StringLike={dynamodb:LeadingKeys=POOL#*}}"
 	schedOps  = "Allow scheduler:CreateSchedule | scheduler:DeleteSchedule | scheduler:GetSchedule | scheduler:UpdateSchedule on " + arnPrefix + "scheduler:" + acct + "schedule/Agentsfleet-fleets/*"
 	passSched = "Allow iam:PassRole on ${SchedulerRole.Arn} if {StringEquals={iam:PassedToService=scheduler.amazonaws.com}}"
 	tasks     = arnPrefix + "ecs:" + acct + "task/${Cluster}/*"
@@ -254,6 +256,7 @@ func runnerStatements(network string, bedrock bool) []string {
 	}
 	s := []string{
 		logsOf("Runner"), tableRW, schedOps, passSched,
+		"Allow secretsmanager:GetSecretValue on ${SandboxTokenKey}",
 		"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("slack") + " | " + fnArn("webtools"),
 		"Allow s3:GetObject | s3:PutObject on ${Bucket.Arn}/checkpoints/* | ${Bucket.Arn}/fleets/*",
 		"Allow s3:ListBucket on ${Bucket.Arn}",
@@ -288,14 +291,14 @@ func expectedStatements(name string) map[string][]string {
 		secrets = arnPrefix + "secretsmanager:" + acct + "secret:prod/* | " + arnPrefix + "secretsmanager:" + acct + "secret:search/brave-??????"
 	}
 	want := map[string][]string{
-		"ApiRole": {logsOf("Api"), tableRW, schedOps, passSched,
+		"ApiRole": {logsOf("Api"), tableRW, noPool, schedOps, passSched,
 			"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("webtools")},
-		"ScheduleRole": {logsOf("Schedule"), tableRW, schedOps, passSched, sendFailed,
+		"ScheduleRole": {logsOf("Schedule"), tableRW, noPool, schedOps, passSched, sendFailed,
 			"Allow lambda:InvokeFunction on " + fnArn("runner")},
 		"WebtoolsRole": {logsOf("Webtools"),
 			"Allow secretsmanager:GetSecretValue on " + secrets,
-			"Deny secretsmanager:* on ${ModelKeys} | ${SlackBotToken} | ${SlackSigningSecret}"},
-		"SlackRole": {logsOf("Slack"), tableRW,
+			"Deny secretsmanager:* on ${ModelKeys} | ${SandboxTokenKey} | ${SlackBotToken} | ${SlackSigningSecret}"},
+		"SlackRole": {logsOf("Slack"), tableRW, noPool,
 			"Allow lambda:InvokeFunction on " + fnArn("runner"),
 			"Allow secretsmanager:GetSecretValue on ${SlackBotToken} | ${SlackSigningSecret}"},
 		"RunnerRole":    runnerStatements(network, name != "anthropic"),
@@ -365,30 +368,31 @@ func TestStarResources(t *testing.T) {
 }
 
 // TestSecrets: webtools reads the fleets' secrets and nothing else, the
-// slack function the Slack secrets and nothing else, the runner the model
-// keys and nothing else (and only when its provider needs a key); no
-// function has a secret's value in its configuration.
+// slack function the Slack secrets and nothing else, the runner the
+// sandboxes' token key and the model keys and nothing else (the model keys
+// only when its provider needs a key); no function has a secret's value in
+// its configuration.
 func TestSecrets(t *testing.T) {
 	for _, name := range []string{"public", "anthropic"} {
 		_, m := layout(t, name)
-		may := map[string][]string{"SlackRole": {"${SlackBotToken}", "${SlackSigningSecret}"}}
+		may := map[string][]string{"SlackRole": {"${SlackBotToken}", "${SlackSigningSecret}"}, "RunnerRole": {"${SandboxTokenKey}"}}
 		if name == "anthropic" {
-			may["RunnerRole"] = []string{"${ModelKeys}"}
+			may["RunnerRole"] = append(may["RunnerRole"], "${ModelKeys}")
 		}
 		for role, ss := range statements(m) {
 			for _, s := range ss {
 				if strings.Contains(s, "secretsmanager") && role != "WebtoolsRole" && may[role] == nil {
 					t.Errorf("%s: role %s: %s", name, role, s)
 				}
-				for _, own := range []string{"${ModelKeys}", "${SlackBotToken}", "${SlackSigningSecret}"} {
+				for _, own := range []string{"${ModelKeys}", "${SandboxTokenKey}", "${SlackBotToken}", "${SlackSigningSecret}"} {
 					if strings.HasPrefix(s, "Allow") && strings.Contains(s, own) && !slices.Contains(may[role], own) {
 						t.Errorf("%s: role %s may read %s: %s", name, role, own, s)
 					}
 				}
 			}
 		}
-		if got := len(resources(m, "AWS::SecretsManager::Secret")); got != 3 {
-			t.Errorf("%s: got %d secrets, want 3", name, got)
+		if got := len(resources(m, "AWS::SecretsManager::Secret")); got != 4 {
+			t.Errorf("%s: got %d secrets, want 4", name, got)
 		}
 		for fn, p := range resources(m, "AWS::Lambda::Function") {
 			if env := render(p["Environment"]); strings.Contains(env, "resolve:secretsmanager") {
@@ -396,8 +400,39 @@ func TestSecrets(t *testing.T) {
 			}
 		}
 		env := render(resources(m, "AWS::Lambda::Function")["Runner"]["Environment"])
+		if !strings.Contains(env, "AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN=${SandboxTokenKey}") {
+			t.Errorf("%s: the runner's environment does not name the sandboxes' token key: %s", name, env)
+		}
 		if names := strings.Contains(env, "AGENTSFLEET_MODEL_KEYS_ARN=${ModelKeys}"); names != (name == "anthropic") {
 			t.Errorf("%s: the runner's environment names the model keys' secret: %v, want %v: %s", name, names, name == "anthropic", env)
+		}
+	}
+}
+
+// TestPoolItemsRunnerOnly: every role that may use the table but the
+// runner's is denied the warm pool's items (partition keys beginning with
+// store.PoolKeyPrefix), whatever the action; the runner's is not. The key
+// of the sandboxes' tokens is generated, 64 letters and digits.
+func TestPoolItemsRunnerOnly(t *testing.T) {
+	for _, name := range []string{"public", "private"} {
+		_, m := layout(t, name)
+		deny := "Deny dynamodb:* on ${Table.Arn} | ${Table.Arn}/index/* if {ForAnyValue:StringLike={dynamodb:LeadingKeys=" + store.PoolKeyPrefix + "*}}"
+		users := 0
+		for role, ss := range statements(m) {
+			if !slices.Contains(ss, tableRW) {
+				continue
+			}
+			users++
+			if denied := slices.Contains(ss, deny); denied != (role != "RunnerRole") {
+				t.Errorf("%s: role %s is denied the pool's items: %v, want %v", name, role, denied, role != "RunnerRole")
+			}
+		}
+		if users != 4 {
+			t.Errorf("%s: %d roles may use the table, want 4 (api, runner, schedule, slack)", name, users)
+		}
+		gen := render(resources(m, "AWS::SecretsManager::Secret")["SandboxTokenKey"]["GenerateSecretString"])
+		if gen != "{ExcludePunctuation=true PasswordLength=64}" {
+			t.Errorf("%s: the token key is generated as %s", name, gen)
 		}
 	}
 }
@@ -418,7 +453,7 @@ func TestResources(t *testing.T) {
 	for typ, n := range map[string]float64{
 		"AWS::DynamoDB::Table": 1, "AWS::S3::Bucket": 1, "AWS::Lambda::Function": 5, "AWS::ApiGatewayV2::Api": 1,
 		"AWS::ApiGatewayV2::Route": 2, "AWS::Scheduler::ScheduleGroup": 1, "AWS::ECS::Cluster": 1,
-		"AWS::ECS::TaskDefinition": 1, "AWS::SecretsManager::Secret": 3, "AWS::Logs::LogGroup": 7,
+		"AWS::ECS::TaskDefinition": 1, "AWS::SecretsManager::Secret": 4, "AWS::Logs::LogGroup": 7,
 		"AWS::EC2::VPC": 1, "AWS::EC2::NatGateway": 0, "AWS::EC2::VPCEndpoint": 0, "AWS::EC2::SecurityGroup": 1,
 		"AWS::Lambda::Permission": 2,
 	} {
@@ -536,7 +571,7 @@ func TestResources(t *testing.T) {
 			"AGENTSFLEET_TABLE": "${Table}", "AGENTSFLEET_CHECKPOINT_BUCKET": "${Bucket}",
 			"AGENTSFLEET_FUNCTION_WEBTOOLS": "Agentsfleet-webtools", "AGENTSFLEET_FUNCTION_SLACK": "Agentsfleet-slack",
 			"AGENTSFLEET_MODEL_PROVIDER":  "bedrock",
-			"AGENTSFLEET_SANDBOX_CLUSTER": "${Cluster}", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "${SandboxTask}",
+			"AGENTSFLEET_SANDBOX_CLUSTER": "${Cluster}", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "${SandboxTask}", "AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN": "${SandboxTokenKey}",
 			"AGENTSFLEET_SANDBOX_SUBNETS":         "${VpcpublicSubnet1Subnet},${VpcpublicSubnet2Subnet}",
 			"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "${SandboxGroup.GroupId}", "AGENTSFLEET_SANDBOX_PUBLIC_IP": "true",
 		}),

@@ -63,7 +63,7 @@
 //	event               RUN#<id>             EVT#<%016d seq>       -              -              type, JSON body, time
 //	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status, lease; gsi2 while running
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
-//	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, token, started, state idle|claimed, claimedBy, expiresAt (TTL)
+//	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, nonce, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
 //	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
 //	Slack channel route SLACK#<channel>      ROUTE                 -              -              the fleet the channel's mentions reach, updatedAt

@@ -32,13 +32,16 @@ const ClaimedTTL = 24 * time.Hour
 const DefaultIdleTTL = time.Hour
 
 // PoolSandbox is the record of a sandbox of the warm pool, idle or claimed.
-// The record holds the sandbox's bearer token so that another invocation
-// or process can connect to it: the table is as secret as the tokens.
+// It holds no token: Nonce is what the launcher that started the sandbox
+// derives the token from, with a key the table never sees (launch.Warm),
+// so that a reader of the table cannot call a sandbox's tools. The pool's
+// items are under the partition key prefix PoolKeyPrefix, which the stack
+// denies every role but the runner's.
 type PoolSandbox struct {
 	ID      string // task ARN on Fargate, "local-<pid>" locally
 	Size    string // the sandbox size
 	URL     string // where its sandboxd answers
-	Token   string
+	Nonce   string // names its token; not secret
 	Started time.Time
 	State   PoolState
 	// ClaimedBy is the run the sandbox serves, empty while idle.
@@ -56,7 +59,7 @@ type poolRecord struct {
 	ID        string     `dynamodbav:"id"`
 	Size      string     `dynamodbav:"size"`
 	URL       string     `dynamodbav:"url"`
-	Token     string     `dynamodbav:"token"`
+	Nonce     string     `dynamodbav:"nonce"`
 	Started   time.Time  `dynamodbav:"started"`
 	State     PoolState  `dynamodbav:"state"`
 	ClaimedBy string     `dynamodbav:"claimedBy,omitempty"`
@@ -65,13 +68,19 @@ type poolRecord struct {
 }
 
 func (r poolRecord) sandbox() PoolSandbox {
-	ps := PoolSandbox{ID: r.ID, Size: r.Size, URL: r.URL, Token: r.Token, Started: r.Started, State: r.State,
+	ps := PoolSandbox{ID: r.ID, Size: r.Size, URL: r.URL, Nonce: r.Nonce, Started: r.Started, State: r.State,
 		ClaimedBy: r.ClaimedBy, ExpiresAt: time.Unix(r.ExpiresAt, 0).UTC()}
 	if r.ClaimedAt != nil {
 		ps.ClaimedAt = *r.ClaimedAt
 	}
 	return ps
 }
+
+// PoolKeyPrefix begins the partition key of every item of the warm pool,
+// and of no other item: the stack denies the functions other than the
+// runner every request whose partition key (dynamodb:LeadingKeys) begins
+// with it.
+const PoolKeyPrefix = prefixPool
 
 const (
 	prefixPool    = "POOL#"
@@ -114,7 +123,7 @@ func (s *Store) putPool(ctx context.Context, ps PoolSandbox) error {
 		return fmt.Errorf("a pooled sandbox needs an id and a size")
 	}
 	rec := poolRecord{PK: prefixPool + ps.Size, SK: prefixSandbox + ps.ID, Kind: "sandbox", ID: ps.ID, Size: ps.Size,
-		URL: ps.URL, Token: ps.Token, Started: ps.Started.UTC(), State: ps.State, ClaimedBy: ps.ClaimedBy,
+		URL: ps.URL, Nonce: ps.Nonce, Started: ps.Started.UTC(), State: ps.State, ClaimedBy: ps.ClaimedBy,
 		ExpiresAt: ps.ExpiresAt.Unix()}
 	if !ps.ClaimedAt.IsZero() {
 		t := ps.ClaimedAt.UTC()

@@ -20,7 +20,7 @@ func (e *env) idle(t testing.TB, size string, n int) []string {
 	for i := range n {
 		id := fmt.Sprintf("sbx-%s-%d", size, i)
 		err := e.PutIdleSandbox(ctx, store.PoolSandbox{ID: id, Size: size, URL: "http://127.0.0.1:" + strconv.Itoa(9000+i),
-			Token: "tok-" + id, Started: e.clock.Now().Add(time.Duration(i) * time.Second)})
+			Nonce: "nonce-0123456789abcdef-" + id, Started: e.clock.Now().Add(time.Duration(i) * time.Second)})
 		if err != nil {
 			t.Fatalf("PutIdleSandbox(%s): %v", id, err)
 		}
@@ -102,7 +102,7 @@ func TestPoolSandboxTTLAttribute(t *testing.T) {
 	e := newEnv(t)
 	started := e.clock.Now()
 	expires := started.Add(10 * time.Minute)
-	if err := e.PutIdleSandbox(ctx, store.PoolSandbox{ID: "sbx-ttl", Size: "small", URL: "http://127.0.0.1:1", Token: "t",
+	if err := e.PutIdleSandbox(ctx, store.PoolSandbox{ID: "sbx-ttl", Size: "small", URL: "http://127.0.0.1:1", Nonce: "0123456789abcdef",
 		Started: started, ExpiresAt: expires}); err != nil {
 		t.Fatal(err)
 	}

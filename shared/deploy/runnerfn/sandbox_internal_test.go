@@ -19,7 +19,8 @@ import (
 func TestTasksAlwaysGoThroughAPool(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"AGENTSFLEET_SANDBOX_CLUSTER": "c", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "td",
-		"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1"}
+		"AGENTSFLEET_SANDBOX_SUBNETS": "subnet-a", "AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "sg-1",
+		"AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN": "arn:aws:secretsmanager:us-east-1:1:secret:k-AbCdEf"}
 	// No table and no ECS behind them: a pool that tried to keep a task
 	// idle would fail here.
 	l, warm, err := sandboxLauncher(func(k string) string { return env[k] }, aws.Config{Region: "us-east-1"}, store.New(nil, "t"), slog.New(slog.DiscardHandler))

@@ -108,8 +108,12 @@ type Warm struct {
 	Size fleet.SandboxSize
 	// URL is where its sandboxd answers (https://IP:PORT on Fargate).
 	URL string
-	// Token is its bearer token (and, with pinned TLS, its key).
-	Token string
+	// Nonce names its token without being it: the Starter that started it
+	// knows the token again from the nonce (launch/ecs derives it with a
+	// key only the runner holds, package shared/sandbox/token; launch/local
+	// keeps it in memory). A Warm holds no token, so a pool's records,
+	// which other functions may read, hold none either. Not secret.
+	Nonce string
 	// Started is when it was started.
 	Started time.Time
 }
@@ -120,7 +124,8 @@ type Starter interface {
 	// Start starts one idle sandbox of size and returns once it is healthy.
 	Start(ctx context.Context, size fleet.SandboxSize) (Warm, error)
 	// Connect returns a client for w, checking its health: an error means
-	// w is dead or unreachable and should be discarded.
+	// w is dead or unreachable, or its token cannot be had from its Nonce,
+	// and it should be discarded.
 	Connect(ctx context.Context, w Warm) (*Sandbox, error)
 	// Stop stops w; stopping one already gone is not an error.
 	Stop(ctx context.Context, w Warm) error

@@ -16,8 +16,10 @@
 // platform, arm64, are the task definition's), awsvpc networking in
 // Config.Subnets and Config.SecurityGroups with a public IP unless
 // Config.Private, the tags TagRunID (the run's id) or TagWarm, startedBy
-// StartedBy, and the container's environment SANDBOXD_TOKEN set to a fresh
-// token of 256 random bits. The launcher then polls DescribeTasks until the
+// StartedBy, and the container's environment SANDBOXD_TOKEN set to the
+// task's token: Config.Key's token of a fresh random nonce (package
+// shared/sandbox/token), which the Warm of a pooled task carries instead
+// of the token. The launcher then polls DescribeTasks until the
 // task is RUNNING, finds its address (the ENI's private IPv4 address; with
 // the public layout the ENI's public IP, from EC2), and polls sandboxd's
 // health through a pinned client until it answers. A task that fails on
@@ -30,13 +32,18 @@
 // # Security boundary
 //
 // The token is the sandbox's only secret: it is the bearer token and, with
-// pin, the key of its TLS. It leaves this process only in the RunTask
-// request (to the ECS API, over TLS) and in the request of every tool
-// call, over the pinned TLS. Whoever may call ecs:DescribeTasks on the
-// cluster reads it in the task's overrides, and can then call the
-// sandbox's tools or pose as it: grant that permission to the runner
-// alone. A per-task secret in Secrets Manager, referenced by the container
-// definition, would keep it out of DescribeTasks; that is left for later.
-// The token is 256 random bits, since the public key its certificate
-// carries lets anyone who connects test guesses offline (see package pin).
+// pin, the key of its TLS. It is derived from the deployment's key and the
+// task's nonce, so that a pool's records (nonce, address, ARN) hold
+// nothing that reaches the task; the key is read from a Secrets Manager
+// secret only the runner may read (FromEnv), on first use, and kept in
+// memory. The token leaves this process only in the RunTask request (to
+// the ECS API, over TLS) and in the request of every tool call, over the
+// pinned TLS. Whoever may call ecs:DescribeTasks on the cluster reads it in
+// the task's overrides while the task lives, and so does whoever reads
+// RunTask's request parameters in CloudTrail, and can then call the
+// sandbox's tools or pose as it: the stack grants ecs:DescribeTasks to the
+// runner alone. A per-task secret in Secrets Manager, referenced by the
+// container definition, would keep it out of both; that is left for later.
+// The token is 256 bits, since the public key its certificate carries lets
+// anyone who connects test guesses offline (see package pin).
 package ecs

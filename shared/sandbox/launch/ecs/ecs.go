@@ -2,8 +2,6 @@ package ecs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +19,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/token"
 )
 
 const (
@@ -87,8 +86,13 @@ type Config struct {
 	Container string
 	// Port is sandboxd's port. Zero means sandboximage.Port.
 	Port int
-	// Token makes a task's token. Nil means NewToken (256 random bits).
-	Token func() (string, error)
+	// Key returns the key the tasks' tokens are derived from (package
+	// shared/sandbox/token), with a nonce of each task's: the key of every
+	// runner of the deployment, read from where only the runner may read
+	// it (FromEnv: a Secrets Manager secret, on first use). Nil means a
+	// random key of this Launcher alone: another process cannot connect
+	// to its tasks.
+	Key func(ctx context.Context) (token.Key, error)
 	// StartTimeout bounds starting one task, from RunTask until sandboxd
 	// answers its health check. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
@@ -99,16 +103,6 @@ type Config struct {
 	// it (public or private IP, per the layout) to sandboxd's URL, instead
 	// of https://addr:Port: tests map a task to a sandboxd on loopback.
 	Resolve func(ctx context.Context, task types.Task, addr string) (string, error)
-}
-
-// NewToken returns a fresh token: 32 bytes from crypto/rand in hex (256
-// bits, as the pin's offline guessing needs).
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("ecs: make a sandbox token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // Launcher runs a Fargate task for each run, and generic warm tasks for a
@@ -122,7 +116,7 @@ type Launcher struct {
 
 // started is a task whose sandboxd answered.
 type started struct {
-	arn, url, token string
+	arn, url, nonce string
 	sb              *launch.Sandbox
 }
 
@@ -158,8 +152,12 @@ func New(cfg Config) (*Launcher, error) {
 	if cfg.Port == 0 {
 		cfg.Port = sandboximage.Port
 	}
-	if cfg.Token == nil {
-		cfg.Token = NewToken
+	if cfg.Key == nil {
+		k, err := token.RandomKey()
+		if err != nil {
+			return nil, fmt.Errorf("ecs: %w", err)
+		}
+		cfg.Key = func(context.Context) (token.Key, error) { return k, nil }
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = DefaultStartTimeout
@@ -239,14 +237,20 @@ func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Wa
 	if err != nil {
 		return launch.Warm{}, err
 	}
-	return launch.Warm{ID: t.arn, Size: size, URL: t.url, Token: t.token, Started: time.Now()}, nil
+	return launch.Warm{ID: t.arn, Size: size, URL: t.url, Nonce: t.nonce, Started: time.Now()}, nil
 }
 
-// Connect returns a pinned client for w after checking its health; an
-// error (client.ErrUnavailable, which pin.ErrWrongKey may come with) means
-// w is dead or not the sandbox it claims to be, and should be discarded.
+// Connect returns a pinned client for w, with the token derived from
+// w.Nonce, after checking its health; an error (client.ErrUnavailable,
+// which pin.ErrWrongKey may come with; token.ErrNoNonce for a record
+// without a nonce) means w is dead, not the sandbox it claims to be, or
+// not one whose token this Launcher's key makes, and should be discarded.
 func (l *Launcher) Connect(ctx context.Context, w launch.Warm) (*launch.Sandbox, error) {
-	c, err := client.Pinned(client.Config{URL: w.URL, Token: w.Token})
+	tok, err := l.token(ctx, w.Nonce)
+	if err != nil {
+		return nil, fmt.Errorf("ecs: warm task %s: %w", w.ID, err)
+	}
+	c, err := client.Pinned(client.Config{URL: w.URL, Token: tok})
 	if err != nil {
 		return nil, fmt.Errorf("ecs: warm task %s: %w", w.ID, err)
 	}
@@ -276,7 +280,11 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 	default:
 		return nil, fmt.Errorf("%w: %q is not a sandbox size", launch.ErrStart, size)
 	}
-	token, err := l.cfg.Token()
+	nonce, err := token.NewNonce()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", launch.ErrStart, err)
+	}
+	tok, err := l.token(ctx, nonce)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", launch.ErrStart, err)
 	}
@@ -286,7 +294,7 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 	}
 	overrides.ContainerOverrides = []types.ContainerOverride{{
 		Name:        aws.String(l.cfg.Container),
-		Environment: []types.KeyValuePair{{Name: aws.String(TokenEnv), Value: aws.String(token)}},
+		Environment: []types.KeyValuePair{{Name: aws.String(TokenEnv), Value: aws.String(tok)}},
 	}}
 	out, err := l.cfg.ECS.RunTask(ctx, &awsecs.RunTaskInput{
 		Cluster:        aws.String(l.cfg.Cluster),
@@ -302,9 +310,8 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 		}},
 		// The token goes in the container's environment, where sandboxd
 		// reads it (and erases it from its own). Whoever may call
-		// ecs:DescribeTasks reads it there, in the task's overrides; a
-		// per-task secret in Secrets Manager would avoid that, left for
-		// later (see the package comment).
+		// ecs:DescribeTasks reads it there, in the task's overrides: the
+		// stack grants that to the runner alone (see the package comment).
 		Overrides: overrides,
 	})
 	if err != nil {
@@ -334,7 +341,7 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 		return nil, fmt.Errorf("%w: ecs RunTask failed: %s", launch.ErrStart, strings.Join(why, "; "))
 	}
 	arn := aws.ToString(out.Tasks[0].TaskArn)
-	t, err := l.await(ctx, arn, token, callTimeout)
+	t, err := l.await(ctx, arn, nonce, tok, callTimeout)
 	if err != nil {
 		// Stop it whatever went wrong, ctx's end included, so that
 		// nothing is left billing.
@@ -348,6 +355,15 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 	return t, nil
 }
 
+// token is the token of the task whose nonce is nonce.
+func (l *Launcher) token(ctx context.Context, nonce string) (string, error) {
+	k, err := l.cfg.Key(ctx)
+	if err != nil {
+		return "", fmt.Errorf("the sandbox token key: %w", err)
+	}
+	return k.Token(nonce)
+}
+
 // cleanup is the context of a StopTask that must happen even when ctx
 // ended (that may be why the task is stopped), bounded all the same.
 func cleanup(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -359,7 +375,7 @@ var errTimeout = errors.New("the start timeout passed")
 
 // await polls the task until it is RUNNING, then its sandboxd until it is
 // healthy, watching that the task has not stopped.
-func (l *Launcher) await(ctx context.Context, arn, token string, callTimeout time.Duration) (*started, error) {
+func (l *Launcher) await(ctx context.Context, arn, nonce, token string, callTimeout time.Duration) (*started, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, l.cfg.StartTimeout, errTimeout)
 	defer cancel()
 	var (
@@ -387,7 +403,7 @@ func (l *Launcher) await(ctx context.Context, arn, token string, callTimeout tim
 		}
 		if c != nil {
 			if last = c.Health(ctx); last == nil {
-				return &started{arn: arn, url: url, token: token, sb: &launch.Sandbox{ID: arn, Client: c}}, nil
+				return &started{arn: arn, url: url, nonce: nonce, sb: &launch.Sandbox{ID: arn, Client: c}}, nil
 			}
 			if errors.Is(last, pin.ErrWrongKey) {
 				return nil, fmt.Errorf("sandboxd at %s is not the task's: %w", url, last)

@@ -34,6 +34,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/token"
 )
 
 func TestMain(m *testing.M) { awstest.Main(m) }
@@ -297,6 +298,30 @@ func deadURL(t *testing.T) string {
 	return "https://" + addr
 }
 
+// testKey is a fresh token key.
+func testKey(t *testing.T) token.Key {
+	t.Helper()
+	k, err := token.RandomKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// randomToken is the token of a random key and nonce: no task's.
+func randomToken(t *testing.T) string {
+	t.Helper()
+	n, err := token.NewNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := testKey(t).Token(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 func newLauncher(t *testing.T, cfg ecs.Config) *ecs.Launcher {
 	t.Helper()
 	l, err := ecs.New(cfg)
@@ -457,12 +482,8 @@ func TestStoppedBeforeHealthy(t *testing.T) {
 func TestWrongKey(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	other, err := ecs.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLauncher(t, f.config(f.standInResolve(t, "", other)))
-	_, err = l.Acquire(context.Background(), launch.Spec{RunID: "run-impostor", Fleet: "f"})
+	l := newLauncher(t, f.config(f.standInResolve(t, "", randomToken(t))))
+	_, err := l.Acquire(context.Background(), launch.Spec{RunID: "run-impostor", Fleet: "f"})
 	if !errors.Is(err, launch.ErrStart) || !errors.Is(err, client.ErrUnavailable) || !errors.Is(err, pin.ErrWrongKey) {
 		t.Fatalf("Acquire = %v; want ErrStart, client.ErrUnavailable and pin.ErrWrongKey", err)
 	}
@@ -495,21 +516,28 @@ func TestRunTaskRefused(t *testing.T) {
 func TestStarter(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	var st launch.Starter = newLauncher(t, f.config(f.standInResolve(t, "", "")))
+	cfg := f.config(f.standInResolve(t, "", ""))
+	key := testKey(t)
+	cfg.Key = func(context.Context) (token.Key, error) { return key, nil }
+	var st launch.Starter = newLauncher(t, cfg)
 	ctx := context.Background()
 	w, err := st.Start(ctx, fleet.DefaultSandboxSize)
 	if err != nil {
 		t.Fatalf("Start = %v", err)
 	}
-	if !strings.Contains(w.ID, ":task/") || w.Size != fleet.DefaultSandboxSize || len(w.Token) != 64 || w.Started.IsZero() {
-		t.Errorf("Start = %+v; want a task ARN, the size, a 64-character token and the start time", w)
+	if !strings.Contains(w.ID, ":task/") || w.Size != fleet.DefaultSandboxSize || len(w.Nonce) != 32 || w.Started.IsZero() {
+		t.Errorf("Start = %+v; want a task ARN, the size, a 32-character nonce and the start time", w)
 	}
 	task := f.describe(t, w.ID)
 	if got := tag(task, ecs.TagWarm); got != "true" {
 		t.Errorf("tag %s = %q, want true", ecs.TagWarm, got)
 	}
-	if got := overrideToken(t, task); got != w.Token {
-		t.Errorf("the Warm's token is not the task's")
+	wToken, err := key.Token(w.Nonce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := overrideToken(t, task); got != wToken || strings.Contains(got, w.Nonce) {
+		t.Errorf("the task's token is not the key's token of the Warm's nonce")
 	}
 	sb, err := st.Connect(ctx, w)
 	if err != nil || sb.ID != w.ID {
@@ -536,12 +564,22 @@ func TestStarter(t *testing.T) {
 		t.Errorf("Connect to a dead sandbox = %v, want client.ErrUnavailable", err)
 	}
 	impostor := w
-	if impostor.Token, err = ecs.NewToken(); err != nil {
+	if impostor.Nonce, err = token.NewNonce(); err != nil {
 		t.Fatal(err)
 	}
-	impostor.URL = startStandIn(t, w.Token, w.Token).url
+	impostor.URL = startStandIn(t, wToken, wToken).url
 	if _, err := st.Connect(ctx, impostor); !errors.Is(err, pin.ErrWrongKey) {
-		t.Errorf("Connect with another token = %v, want pin.ErrWrongKey", err)
+		t.Errorf("Connect with another nonce = %v, want pin.ErrWrongKey", err)
+	}
+	// A record without a nonce (one written before nonces) is discarded.
+	old := w
+	old.Nonce, old.URL = "", impostor.URL
+	if _, err := st.Connect(ctx, old); !errors.Is(err, token.ErrNoNonce) {
+		t.Errorf("Connect without a nonce = %v, want token.ErrNoNonce", err)
+	}
+	// Another launcher of another key makes another token of the nonce.
+	if _, err := newLauncher(t, f.config(nil)).Connect(ctx, launch.Warm{ID: w.ID, URL: impostor.URL, Nonce: w.Nonce}); !errors.Is(err, pin.ErrWrongKey) {
+		t.Errorf("Connect by a launcher of another key = %v, want pin.ErrWrongKey", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package ecs
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,7 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/agentsfleet/agentsfleet/shared/lazy"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/token"
+	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
 )
 
@@ -26,12 +31,21 @@ const (
 	// EnvPublicIP is true (the default: public IPs, the runner outside any
 	// VPC) or false (the private layout, the runner in the VPC).
 	EnvPublicIP = "AGENTSFLEET_SANDBOX_PUBLIC_IP"
+	// EnvTokenKeyARN names the Secrets Manager secret (name or ARN) of the
+	// key the tasks' tokens are derived from (Config.Key): FromEnv needs
+	// it, or EnvTokenKey, with the four above. The stack creates it and
+	// lets the runner alone read it.
+	EnvTokenKeyARN = EnvTokenKey + "_ARN"
+	// EnvTokenKey is that key itself, at least token.MinKeyLength bytes,
+	// for one machine (a test of the launcher against an emulator).
+	EnvTokenKey = "AGENTSFLEET_SANDBOX_TOKEN_KEY"
 )
 
-// Settings are the variables ConfigFromEnv reads. None is required: a
+// Settings are the variables FromEnv reads. None is required: a
 // deployment without them has no sandboxes.
 func Settings() []setting.Var {
-	return []setting.Var{{Name: EnvCluster}, {Name: EnvTaskDefinition}, {Name: EnvSubnets}, {Name: EnvSecurityGroups}, {Name: EnvPublicIP}}
+	return []setting.Var{{Name: EnvCluster}, {Name: EnvTaskDefinition}, {Name: EnvSubnets}, {Name: EnvSecurityGroups}, {Name: EnvPublicIP},
+		{Name: EnvTokenKeyARN, Or: EnvTokenKey}, {Name: EnvTokenKey}}
 }
 
 // ConfigFromEnv reads the settings into a Config without its API clients.
@@ -75,12 +89,19 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 }
 
 // FromEnv is the Launcher of ConfigFromEnv's settings, with its ECS
-// client, and its EC2 client for the public layout, made from awsCfg. ok
-// is false, with no error, when the settings are absent: that deployment
-// has no sandboxes. It makes no AWS call.
+// client, its EC2 client for the public layout, and its token key, made
+// from awsCfg: EnvTokenKey's value, or else the secret EnvTokenKeyARN
+// names, read on the first start or connect that needs it (and read again
+// after a failed read). ok is false, with no error, when the settings are
+// absent: that deployment has no sandboxes. Sandboxes without either key
+// setting, or with a key shorter than token.MinKeyLength, are an error. It
+// makes no AWS call.
 func FromEnv(getenv func(string) string, awsCfg aws.Config) (l *Launcher, ok bool, err error) {
 	cfg, ok, err := ConfigFromEnv(getenv)
 	if err != nil || !ok {
+		return nil, false, err
+	}
+	if cfg.Key, err = keyFromEnv(getenv, awsCfg); err != nil {
 		return nil, false, err
 	}
 	cfg.ECS = awsecs.NewFromConfig(awsCfg)
@@ -100,4 +121,32 @@ func list(s string) []string {
 		}
 	}
 	return out
+}
+
+// keyFromEnv is Config.Key of EnvTokenKey, or of the secret EnvTokenKeyARN
+// names.
+func keyFromEnv(getenv func(string) string, awsCfg aws.Config) (func(context.Context) (token.Key, error), error) {
+	if v := getenv(EnvTokenKey); v != "" {
+		k, err := token.NewKey(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvTokenKey, err)
+		}
+		return func(context.Context) (token.Key, error) { return k, nil }, nil
+	}
+	arn := strings.TrimSpace(getenv(EnvTokenKeyARN))
+	if arn == "" {
+		return nil, fmt.Errorf("sandbox settings: neither %s nor %s is set: the tasks' tokens are derived from that key", EnvTokenKeyARN, EnvTokenKey)
+	}
+	v := lazy.New(func(ctx context.Context) (token.Key, error) {
+		raw, err := secret.SecretsManager{Client: secretsmanager.NewFromConfig(awsCfg)}.SecretValue(ctx, arn)
+		if err != nil {
+			return token.Key{}, fmt.Errorf("%s: %w", EnvTokenKeyARN, err)
+		}
+		k, err := token.NewKey(raw)
+		if err != nil {
+			return token.Key{}, fmt.Errorf("%s: the secret %s: %w", EnvTokenKeyARN, arn, err)
+		}
+		return k, nil
+	})
+	return v.Get, nil
 }

@@ -63,9 +63,21 @@ func TestConfigFromEnv(t *testing.T) {
 		}
 	}
 	// FromEnv makes the launcher, with no AWS call, or none without the
-	// settings.
-	if l, ok, err := ecs.FromEnv(get(all), aws.Config{Region: "us-east-1"}); err != nil || !ok || l == nil {
-		t.Errorf("FromEnv with every setting = %v, %v, %v", l, ok, err)
+	// settings. Sandboxes need the token key too (the four settings alone
+	// were enough before the key): the secret's ARN, read on first use, or
+	// the key itself.
+	for _, kv := range [][2]string{{ecs.EnvTokenKeyARN, "arn:aws:secretsmanager:us-east-1:1:secret:Agentsfleet/SandboxTokenKey-AbCdEf"},
+		{ecs.EnvTokenKey, strings.Repeat("k", 32)}} {
+		if l, ok, err := ecs.FromEnv(get(with(kv[0], kv[1])), aws.Config{Region: "us-east-1"}); err != nil || !ok || l == nil {
+			t.Errorf("FromEnv with every setting and %s = %v, %v, %v", kv[0], l, ok, err)
+		}
+	}
+	if _, _, err := ecs.FromEnv(get(all), aws.Config{}); err == nil || !strings.Contains(err.Error(), ecs.EnvTokenKeyARN) || !strings.Contains(err.Error(), ecs.EnvTokenKey) {
+		t.Errorf("FromEnv without a token key = %v; want an error naming both settings", err)
+	}
+	short := "a-key-of-thirty-one-characters!"
+	if _, _, err := ecs.FromEnv(get(with(ecs.EnvTokenKey, short)), aws.Config{}); err == nil || strings.Contains(err.Error(), short) {
+		t.Errorf("FromEnv with a short key = %v; want an error without the key", err)
 	}
 	if l, ok, err := ecs.FromEnv(get(map[string]string{}), aws.Config{}); err != nil || ok || l != nil {
 		t.Errorf("FromEnv with none = %v, %v, %v; want no launcher and no error", l, ok, err)
@@ -76,7 +88,7 @@ func TestConfigFromEnv(t *testing.T) {
 			t.Errorf("Settings has %+v", v)
 		}
 	}
-	if got := setting.Names(ecs.Settings()); len(got) != 5 {
-		t.Errorf("Settings = %q, want the five", got)
+	if got := setting.Names(ecs.Settings()); len(got) != 7 {
+		t.Errorf("Settings = %q, want the five and the token key's two", got)
 	}
 }

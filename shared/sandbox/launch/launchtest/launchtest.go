@@ -33,6 +33,8 @@ type Launcher struct {
 }
 
 type running struct {
+	nonce string // a Starter's sandbox's, and its token
+	token string
 	once  sync.Once
 	srv   *httptest.Server
 	tools []interface{ Close() error }

@@ -24,7 +24,8 @@ import (
 
 // Starter is a launch.Starter for pool tests: each Start serves a fresh
 // sandboxd (its own folder, a fresh token) in this process on loopback;
-// Warm.URL is that address. Stop closes it, and so does Kill behind a
+// Warm.URL is that address, and Warm.Nonce names the token, which the
+// Starter keeps (Connect refuses a Warm whose nonce is not its sandbox's). Stop closes it, and so does Kill behind a
 // pool's back, as a task that died does. It is safe for concurrent use.
 type Starter struct {
 	dir     string
@@ -86,7 +87,9 @@ func (s *Starter) Start(ctx context.Context, size fleet.SandboxSize) (launch.War
 			r.tools = append(r.tools, c)
 		}
 	}
-	w := launch.Warm{ID: id, Size: size, URL: r.srv.URL, Token: tok, Started: time.Now()}
+	rand.Read(b)
+	r.nonce, r.token = hex.EncodeToString(b), tok
+	w := launch.Warm{ID: id, Size: size, URL: r.srv.URL, Nonce: r.nonce, Started: time.Now()}
 	s.mu.Lock()
 	s.all[id] = r
 	s.mu.Unlock()
@@ -98,9 +101,16 @@ func (s *Starter) Start(ctx context.Context, size fleet.SandboxSize) (launch.War
 	return w, nil
 }
 
-// Connect returns a client for w after a health check.
+// Connect returns a client for w after a health check, with the token of
+// the sandbox of w's id and nonce.
 func (s *Starter) Connect(ctx context.Context, w launch.Warm) (*launch.Sandbox, error) {
-	c, err := client.New(client.Config{URL: w.URL, Token: w.Token, HealthTimeout: time.Second})
+	s.mu.Lock()
+	r := s.all[w.ID]
+	s.mu.Unlock()
+	if r == nil || r.nonce != w.Nonce {
+		return nil, fmt.Errorf("connect to sandbox %s: %w: not a sandbox of this Starter", w.ID, client.ErrUnavailable)
+	}
+	c, err := client.New(client.Config{URL: w.URL, Token: r.token, HealthTimeout: time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("connect to sandbox %s: %w", w.ID, err)
 	}

@@ -22,7 +22,9 @@
 // run's end. Connect names that folder in launch.Sandbox.Places. Stop, and
 // Close, end the process and remove its folder. Warm sandboxes are this
 // Launcher's alone: their processes stop with this one, so Connect refuses
-// a pool record of another process.
+// a pool record of another process. The token stays in this process: a
+// pool's record holds the sandbox's nonce (launch.Warm), which Connect
+// matches against the process it started, and no token.
 //
 // # Who the commands are
 //

@@ -561,8 +561,8 @@ func TestWarmStartConnectStop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	if !strings.HasPrefix(w.ID, "local-") || w.Token == "" || !strings.HasPrefix(w.URL, "http://127.0.0.1:") {
-		t.Errorf("Start = %+v, want a local-<pid> on loopback with a token", w)
+	if !strings.HasPrefix(w.ID, "local-") || len(w.Nonce) != 32 || !strings.HasPrefix(w.URL, "http://127.0.0.1:") {
+		t.Errorf("Start = %+v, want a local-<pid> on loopback with a nonce", w)
 	}
 	sb, err := l.Connect(ctx, w)
 	if err != nil {
@@ -584,11 +584,11 @@ func TestWarmStartConnectStop(t *testing.T) {
 
 	// Records that do not match, or sandboxes of no one here, are refused.
 	forged := w
-	forged.Token = strings.Repeat("f", 64)
+	forged.Nonce = strings.Repeat("f", 32)
 	if _, err := l.Connect(ctx, forged); err == nil {
-		t.Error("Connect with another token worked, want a refusal")
+		t.Error("Connect with another nonce worked, want a refusal")
 	}
-	if _, err := l.Connect(ctx, launch.Warm{ID: "local-1", URL: w.URL, Token: w.Token}); err == nil {
+	if _, err := l.Connect(ctx, launch.Warm{ID: "local-1", URL: w.URL, Nonce: w.Nonce}); err == nil {
 		t.Error("Connect to an id this launcher did not start worked, want a refusal")
 	}
 

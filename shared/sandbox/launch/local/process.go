@@ -30,7 +30,7 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	sb     *launch.Sandbox
-	token  string // sb's, to check a pool's record against
+	nonce  string // a warm one's, to check a pool's record against
 	agent  string // the fleet's folder it serves
 	home   string // a warm sandbox's own folder, removed when it stops
 	stderr *tail
@@ -181,7 +181,7 @@ func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout ti
 	}
 	p.sb = &launch.Sandbox{ID: "sandboxd-" + strconv.Itoa(cmd.Process.Pid), Client: c,
 		Places: launch.Places{Workdir: l.workdir, Agent: agent}}
-	p.token, p.agent = token, agent
+	p.agent = agent
 	return p, nil
 }
 

@@ -29,11 +29,11 @@ const warmDir = "sandboxes"
 // process's exit; it is reachable, and Connect finds it, from this
 // Launcher only. An error wraps launch.ErrStart.
 func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
-	raw := make([]byte, 8)
+	raw := make([]byte, 8+16) // its folder's name, its nonce
 	if _, err := rand.Read(raw); err != nil {
 		return launch.Warm{}, fmt.Errorf("%w: a warm sandbox: %w", launch.ErrStart, err)
 	}
-	home := filepath.Join(l.stateDir, warmDir, hex.EncodeToString(raw))
+	home := filepath.Join(l.stateDir, warmDir, hex.EncodeToString(raw[:8]))
 	agent := filepath.Join(home, "agent")
 	// The folders above it stay enterable by the user the commands run as
 	// (the workdir's owner, when this process is root); args gives that
@@ -50,9 +50,9 @@ func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Wa
 		_ = os.RemoveAll(home)
 		return launch.Warm{}, err
 	}
-	p.home = home
+	p.home, p.nonce = home, hex.EncodeToString(raw[8:])
 	w := launch.Warm{ID: "local-" + strconv.Itoa(p.cmd.Process.Pid), Size: size, URL: p.sb.Client.URL(),
-		Token: p.token, Started: time.Now()}
+		Nonce: p.nonce, Started: time.Now()}
 	p.sb.ID = w.ID
 	if err := l.warm.Hold(w.ID, func(cur *process) *process {
 		if cur != nil { // a pid seen twice: the other one has exited
@@ -78,7 +78,7 @@ func (l *Launcher) Connect(ctx context.Context, w launch.Warm) (*launch.Sandbox,
 		switch {
 		case p == nil:
 			why = "not started by this launcher, or stopped"
-		case p.token != w.Token || p.sb.Client.URL() != w.URL:
+		case p.nonce != w.Nonce || p.sb.Client.URL() != w.URL:
 			why = "its record does not match the sandbox of that id"
 		case !p.alive():
 			why = "its sandboxd has exited"

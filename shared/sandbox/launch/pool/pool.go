@@ -12,6 +12,10 @@
 // size; Sweep stops idle sandboxes past MaxIdle and forgets records whose
 // sandbox is dead, then tops up. Idle sandboxes also stop themselves
 // (sandboxd's idle timeout), so nothing is left billing when no sweep runs.
+//
+// A record holds a sandbox's id, address and nonce (launch.Warm), never its
+// token: the Starter makes the token again from the nonce (launch/ecs with
+// the runner's key), so that a reader of the table cannot call a sandbox.
 package pool
 
 import (
@@ -153,11 +157,11 @@ func sizeOf(spec launch.Spec) fleet.SandboxSize {
 }
 
 func warmOf(ps store.PoolSandbox) launch.Warm {
-	return launch.Warm{ID: ps.ID, Size: fleet.SandboxSize(ps.Size), URL: ps.URL, Token: ps.Token, Started: ps.Started}
+	return launch.Warm{ID: ps.ID, Size: fleet.SandboxSize(ps.Size), URL: ps.URL, Nonce: ps.Nonce, Started: ps.Started}
 }
 
 func recordOf(w launch.Warm) store.PoolSandbox {
-	return store.PoolSandbox{ID: w.ID, Size: string(w.Size), URL: w.URL, Token: w.Token, Started: w.Started}
+	return store.PoolSandbox{ID: w.ID, Size: string(w.Size), URL: w.URL, Nonce: w.Nonce, Started: w.Started}
 }
 
 // Acquire returns the run's sandbox. A run that has one (claimed by this
