@@ -241,7 +241,7 @@ func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Resul
 		}
 	}
 	payload, err := json.Marshal(wire.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: hosts,
-		Secrets: secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+		Secrets: secrets, RunID: x.run.ID, ChildID: x.agentID(), Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)
 	}
