@@ -35,6 +35,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/grants"
 )
 
 // stack is agentsfleet on this machine: the AWS emulator (moto, or
@@ -192,6 +193,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	if err != nil {
 		return nil, err
 	}
+	webCfg.Grants = grants.Store{St: s.Store}
 	webSvc, err := web.NewService(webCfg)
 	if err != nil {
 		return nil, err

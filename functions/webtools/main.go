@@ -22,6 +22,7 @@
 // Settings (environment; shared/deploy/webtoolsfn.Settings lists them;
 // shared/web reads them):
 //
+//	AGENTSFLEET_TABLE                   the DynamoDB table: what each call may use, read by its run id
 //	AGENTSFLEET_SEARCH_BACKEND          brave, searxng, or unset: no websearch
 //	AGENTSFLEET_SEARCH_URL              the SearXNG instance, or another Brave endpoint
 //	AGENTSFLEET_SEARCH_API_KEY_SECRET   the Secrets Manager secret holding the Brave key …

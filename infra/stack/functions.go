@@ -113,7 +113,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// for one call's 30 s limit (web.DefaultTimeout) plus reading the
 	// fleet's secrets. No reserved concurrency: the runner calls it
 	// synchronously, and a throttled call would fail a tool call.
-	webEnv := map[string]string{}
+	webEnv := map[string]string{store.EnvTable: *st.Table.TableName()}
 	for k, v := range map[string]string{web.EnvSearchBackend: s.SearchBackend, web.EnvSearchURL: s.SearchURL,
 		web.EnvSearchKeySecret: s.SearchAPIKeySecret} {
 		if v != "" {
@@ -121,6 +121,10 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		}
 	}
 	webFn := mk("webtools", shape{memoryMiB: 512, timeoutSeconds: 60}, webEnv, false)
+	// What a call may use, read by its run id (shared/web/grants): the run,
+	// its fleet's revision and its child, read-only.
+	webFn.role.AddToPolicy(allow([]string{"dynamodb:GetItem"}, []string{*st.Table.TableArn()},
+		map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{store.PrefixRun + "*", store.PrefixFleet + "*"}}}))
 	webFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, fleetSecretArns(stack, s), nil))
 	// The deployment's own secrets are never a fleet's, whatever the
 	// pattern FleetSecrets allows.

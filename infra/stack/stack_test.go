@@ -296,6 +296,7 @@ func expectedStatements(name string) map[string][]string {
 		"ScheduleRole": {logsOf("Schedule"), tableRW, noPool, schedOps, passSched, sendFailed,
 			"Allow lambda:InvokeFunction on " + fnArn("runner")},
 		"WebtoolsRole": {logsOf("Webtools"),
+			"Allow dynamodb:GetItem on ${Table.Arn} if {ForAllValues:StringLike={dynamodb:LeadingKeys=FLEET#* | RUN#*}}",
 			"Allow secretsmanager:GetSecretValue on " + secrets,
 			"Deny secretsmanager:* on ${ModelKeys} | ${SandboxTokenKey} | ${SlackBotToken} | ${SlackSigningSecret}"},
 		"SlackRole": {logsOf("Slack"), tableRW, noPool,
@@ -564,7 +565,7 @@ func TestResources(t *testing.T) {
 		"Api": with(map[string]string{"AGENTSFLEET_TABLE": "${Table}", "AGENTSFLEET_FUNCTION_RUNNER": "Agentsfleet-runner",
 			"AGENTSFLEET_FUNCTION_WEBTOOLS": "Agentsfleet-webtools"}),
 		"Schedule": with(map[string]string{"AGENTSFLEET_TABLE": "${Table}", "AGENTSFLEET_FUNCTION_RUNNER": "Agentsfleet-runner"}),
-		"Webtools": {},
+		"Webtools": {"AGENTSFLEET_TABLE": "${Table}"},
 		"Slack": {"AGENTSFLEET_TABLE": "${Table}", "AGENTSFLEET_FUNCTION_RUNNER": "Agentsfleet-runner",
 			"AGENTSFLEET_SLACK_SIGNING_SECRET_ARN": "${SlackSigningSecret}", "AGENTSFLEET_SLACK_BOT_TOKEN_ARN": "${SlackBotToken}"},
 		"Runner": with(map[string]string{

@@ -252,7 +252,7 @@ func (x *execution) releaseSandbox(ctx context.Context) {
 func (x *execution) webCall(ctx context.Context, call model.ToolCall) tool.Result {
 	g := x.agent.grant(x.def)
 	payload, err := json.Marshal(wire.Request{Tool: call.Name, Arguments: call.Arguments, Hosts: g.hosts,
-		Secrets: g.secrets, RunID: x.run.ID, Fleet: x.run.Fleet})
+		Secrets: g.secrets, RunID: x.run.ID, ChildID: x.agent.id(), Fleet: x.run.Fleet})
 	if err != nil {
 		return tool.Errorf("%s: %v", call.Name, err)
 	}

@@ -170,7 +170,9 @@ func (x *execution) scrub(ctx context.Context, text string) (string, error) {
 	if len(x.def.Secrets) == 0 {
 		return text, nil
 	}
-	payload, err := json.Marshal(wire.ScrubRequest(x.run.Fleet, x.def.Secrets, text))
+	req := wire.ScrubRequest(x.run.Fleet, x.def.Secrets, text)
+	req.RunID = x.run.ID
+	payload, err := json.Marshal(req)
 	if err != nil {
 		return "", err
 	}

@@ -38,6 +38,15 @@ var GSI1Attributes = []string{
 	"id", "fleet", "source", "status", "statusAt", "channel", "threadTs", "scheduleId",
 }
 
+// PrefixRun and PrefixFleet begin the partition key of every item of a
+// run (its record, events, children, checkpoint) and of a fleet (its
+// record, revisions, schedules): what an IAM condition on
+// dynamodb:LeadingKeys names to give a role one kind alone.
+const (
+	PrefixRun   = prefixRun
+	PrefixFleet = prefixFleet
+)
+
 // Item key prefixes. The doc comment of the package has the full table.
 const (
 	prefixFleet   = "FLEET#"

@@ -17,7 +17,11 @@ func (s *Service) scrub(ctx context.Context, req wire.Request) (tool.Result, err
 	if err := json.Unmarshal(req.Arguments, &a); err != nil || a.Text == nil {
 		return tool.Errorf(`scrub: the arguments must be {"text": "…"}`), nil
 	}
-	set := secret.NewSet(s.net.secrets, req.Secrets)
+	ids, err := s.scrubSecrets(ctx, req)
+	if err != nil {
+		return tool.Errorf("scrub for fleet %s: %v", req.Fleet, err), nil
+	}
+	set := secret.NewSet(s.net.secrets, ids)
 	out, err := set.Redact(ctx, *a.Text)
 	if err != nil {
 		// An answer, not a failure of the function: the caller says that
@@ -26,4 +30,22 @@ func (s *Service) scrub(ctx context.Context, req wire.Request) (tool.Result, err
 		return tool.Errorf("scrub for fleet %s: %v", req.Fleet, err), nil
 	}
 	return tool.Text(out), nil
+}
+
+// scrubSecrets is what a scrub request screens for: with Grants, the
+// secrets of its run's pinned Definition, or of its fleet's current one for
+// a request of no run (a schedule's message), never ids the caller names.
+// A scrub only ever replaces values, so a forged request learns no value;
+// taking the ids from the store keeps it from testing guesses against
+// secrets the fleet does not declare.
+func (s *Service) scrubSecrets(ctx context.Context, req wire.Request) (map[string]string, error) {
+	switch {
+	case s.grants == nil:
+		return req.Secrets, nil
+	case req.RunID != "":
+		g, err := s.grants.Grant(ctx, req.RunID, "")
+		return g.Secrets, err
+	default:
+		return s.grants.FleetSecrets(ctx, req.Fleet)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,32 @@ type Config struct {
 	// Logger receives one line per outbound request and per refusal,
 	// never a secret value; nil means slog.Default().
 	Logger *slog.Logger
+	// Grants says what each call may use, read from the store by its run
+	// (and child) id: the webtools function decides by itself and takes no
+	// host list or secret id from its caller. Every deployment and
+	// `agentsfleet dev` set it; nil (tests, `webtools call`) trusts the
+	// Request's Hosts and Secrets.
+	Grants Grants
+}
+
+// Grants tells the web tools what an agent holds, from the run's pinned
+// Definition. Implementations are safe for concurrent use.
+type Grants interface {
+	// Grant returns what the agent childID ("" for the run's own) of run
+	// runID holds. A run or child that does not exist, or has ended, is an
+	// error.
+	Grant(ctx context.Context, runID, childID string) (Grant, error)
+	// FleetSecrets returns the secret ids of fleet's current Definition:
+	// what a scrub request of no run screens for.
+	FleetSecrets(ctx context.Context, fleet string) (map[string]string, error)
+}
+
+// Grant is what one agent may use of the web tools.
+type Grant struct {
+	Fleet   string
+	Tools   []string          // the tools it holds
+	Hosts   []string          // its network host list
+	Secrets map[string]string // the secrets it may fill: name → Secrets Manager id
 }
 
 // DefaultTimeout is a web tool call's time limit.
@@ -86,9 +113,10 @@ func invocationFrom(ctx context.Context) *invocation {
 // Service runs web tool calls. It is safe for concurrent use; one Service
 // serves every invocation of a Lambda instance, reusing connections.
 type Service struct {
-	net   *network
-	tools map[string]tool.Tool
-	names []string
+	net    *network
+	tools  map[string]tool.Tool
+	names  []string
+	grants Grants
 }
 
 // NewService builds the tools over cfg. It returns an error for a search
@@ -106,7 +134,7 @@ func NewService(cfg Config) (*Service, error) {
 	if pushover == "" {
 		pushover = DefaultPushoverURL
 	}
-	s := &Service{net: n, tools: map[string]tool.Tool{}}
+	s := &Service{net: n, tools: map[string]tool.Tool{}, grants: cfg.Grants}
 	for _, t := range []tool.Tool{
 		newWebFetch(n),
 		newWebSearch(n, backend),
@@ -154,11 +182,19 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 	if !ok {
 		return tool.Errorf("unknown web tool %q: the web tools are %s", req.Tool, strings.Join(s.names, ", ")), nil
 	}
-	hosts, err := fleet.ParseHostList(req.Hosts)
+	g, refused := s.grant(ctx, req)
+	if refused != nil {
+		return *refused, nil
+	}
+	if !slices.Contains(g.Tools, req.Tool) {
+		s.net.log.Warn("web tool refused: not held", "tool", req.Tool, "run_id", req.RunID, "child_id", req.ChildID)
+		return tool.Errorf("%s: refused: the agent does not hold this tool", req.Tool), nil
+	}
+	hosts, err := fleet.ParseHostList(g.Hosts)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("web tool %s: %w", req.Tool, err)
 	}
-	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, req.Secrets), RunID: req.RunID, Fleet: req.Fleet}
+	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, g.Secrets), RunID: req.RunID, Fleet: g.Fleet}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -182,6 +218,27 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 		return tool.Errorf("%s: the result was withheld because agentsfleet could not read the fleet's secrets to screen it for secret values (%v). This is a deployment problem, not a problem with the request.", req.Tool, err), nil
 	}
 	return tool.Result{Output: out, IsError: res.IsError}, nil
+}
+
+// grant is what req's agent holds: read from the store by its run and
+// child ids when the Service has Grants, else (tests, `webtools call`)
+// taken from the request, which then holds every tool it names. A run that
+// cannot be read, or has ended, refuses the call.
+func (s *Service) grant(ctx context.Context, req wire.Request) (Grant, *tool.Result) {
+	if s.grants == nil {
+		return Grant{Fleet: req.Fleet, Tools: []string{req.Tool}, Hosts: req.Hosts, Secrets: req.Secrets}, nil
+	}
+	if req.RunID == "" {
+		res := tool.Errorf("%s: refused: the call names no run", req.Tool)
+		return Grant{}, &res
+	}
+	g, err := s.grants.Grant(ctx, req.RunID, req.ChildID)
+	if err != nil {
+		s.net.log.Warn("web tool refused: no grant", "tool", req.Tool, "run_id", req.RunID, "child_id", req.ChildID, "error", err)
+		res := tool.Errorf("%s: refused: %v", req.Tool, err)
+		return Grant{}, &res
+	}
+	return g, nil
 }
 
 // network is what the tools share: the two egress transports, limits and

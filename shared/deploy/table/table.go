@@ -1,8 +1,9 @@
 // Package table opens what the functions over agentsfleet's table share
 // (the api, runner, schedule and slack functions' builders): their
 // settings checked, the store, and the invoker of the functions each
-// calls. The webtools function reads no table and does not import it, so
-// that it does not link DynamoDB.
+// calls. The webtools function only reads the table (runs, revisions,
+// children: what a call may use) and invokes nothing; it opens its store
+// itself.
 package table
 
 import (

@@ -27,14 +27,20 @@ type Request struct {
 	// Arguments is the model's JSON arguments object, passed through as is.
 	Arguments json.RawMessage `json:"arguments"`
 	// Hosts is the fleet's network host list from its Definition: host
-	// names or URLs, of which only the host counts (any port).
+	// names or URLs, of which only the host counts (any port). Only a
+	// Service without Grants (tests, `webtools call`) takes it from here.
 	Hosts []string `json:"hosts,omitempty"`
 	// Secrets maps the fleet's secret names (as in «secret:NAME») to AWS
-	// Secrets Manager secret ids (names or ARNs). Never values.
+	// Secrets Manager secret ids (names or ARNs). Never values. Like Hosts,
+	// only a Service without Grants takes it from here.
 	Secrets map[string]string `json:"secrets,omitempty"`
-	// RunID and Fleet identify the call in logs.
-	RunID string `json:"run_id,omitempty"`
-	Fleet string `json:"fleet,omitempty"`
+	// RunID and Fleet identify the call; ChildID the child agent making it
+	// ("" for the run's own agent). A deployment's webtools function reads
+	// what the agent holds (tools, hosts, secret ids) from the run's pinned
+	// Definition by these ids, and ignores Hosts and Secrets.
+	RunID   string `json:"run_id,omitempty"`
+	ChildID string `json:"child_id,omitempty"`
+	Fleet   string `json:"fleet,omitempty"`
 }
 
 // Tool names.
