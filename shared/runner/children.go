@@ -66,7 +66,7 @@ func (r *Runner) loadChild(ctx context.Context, run store.Run, c store.Child, ho
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	if x.st, err = r.decode(ctx, ckpt.Data); err != nil {
+	if x.st, err = r.decode(ctx, run.ID, c.ID, ckpt); err != nil {
 		return nil, fmt.Errorf("runner: child %s of run %s: %w", c.ID, run.ID, err)
 	}
 	x.step, x.resumed = ckpt.Step, ckpt.Step > 0

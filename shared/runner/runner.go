@@ -416,7 +416,7 @@ func (r *Runner) load(ctx context.Context, run store.Run, holder string, unlease
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	if x.st, err = r.decode(ctx, ckpt.Data); err != nil {
+	if x.st, err = r.decode(ctx, run.ID, "", ckpt); err != nil {
 		return nil, fmt.Errorf("runner: run %s: %w", run.ID, err)
 	}
 	x.step = ckpt.Step
@@ -685,11 +685,11 @@ func (x *execution) affords(spend store.Budget) (string, bool) {
 func (x *execution) commit(ctx context.Context, st store.Step, events ...store.NewEvent) error {
 	next := x.step + 1
 	events = append(x.inbox, events...)
-	data, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
+	data, turns, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
 	if err != nil {
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
-	st.Holder, st.Number, st.Checkpoint, st.Events = x.holder, next, data, events
+	st.Holder, st.Number, st.Checkpoint, st.Turns, st.Events = x.holder, next, data, turns, events
 	var first int64
 	if x.child != nil {
 		st.WhileRunning = false // implied for a child
@@ -700,6 +700,7 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	x.st.committed()
 	x.step, x.inbox = next, nil
 	x.run.Spent.Tokens += st.Spend.Tokens
 	x.run.Spent.ToolCalls += st.Spend.ToolCalls
