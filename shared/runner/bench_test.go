@@ -5,14 +5,17 @@ package runner_test
 import (
 	"bytes"
 	"fmt"
-	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/store/storetest"
 )
 
 // BenchmarkRunnerStep measures the runner's overhead per step: a run whose
@@ -21,11 +24,13 @@ import (
 // the same call sent straight to sandboxd plus one CommitStep — in
 // alternating rounds against the same emulator. It reports
 //
-//	runner/direct    the ratio of the two per step (target ≤ 1.2)
-//	wcu/call-first   DynamoDB write units of the first turn's commit, by item size
-//	wcu/call-last    the same for the last turn, whose checkpoint holds the whole conversation
+//	runner/direct      the ratio of the two per step (target ≤ 1.2)
+//	wcu/call-turnN     DynamoDB write units of turn N's commit (N = 1, 10, 30),
+//	                   by the sizes of the items it writes (storetest.Ledger)
+//	wcu/turn30/turn1   their ratio: what a turn's commit grows by as the
+//	                   conversation does (target ≤ 1.25)
 func BenchmarkRunnerStep(b *testing.B) {
-	const steps, rounds = 20, 5
+	const steps, rounds = 30, 5
 	var script strings.Builder
 	for range steps {
 		script.WriteString("[[turn]]\n[[turn.tool_call]]\nname = \"read\"\narguments = { path = \"tiny.txt\" }\n")
@@ -36,8 +41,7 @@ func BenchmarkRunnerStep(b *testing.B) {
 	d := e.fleet(definition("bench", "read"))
 
 	var runner, direct []float64
-	var firstWCU, lastWCU float64
-	for round := range rounds {
+	for range rounds {
 		// The runner's whole run, per step.
 		id := e.start(d, "read it")
 		t0 := time.Now()
@@ -47,9 +51,6 @@ func BenchmarkRunnerStep(b *testing.B) {
 		runner = append(runner, float64(time.Since(t0).Nanoseconds())/steps)
 		if run, _ := e.ended(id); run.Status != store.StatusSucceeded {
 			b.Fatalf("run %s", run.Status)
-		}
-		if round == 0 {
-			firstWCU, lastWCU = e.turnWriteUnits(b, id)
 		}
 
 		// By hand: the same call straight to a sandbox, and one commit.
@@ -86,38 +87,43 @@ func BenchmarkRunnerStep(b *testing.B) {
 	b.ReportMetric(r, "runner-ns/step")
 	b.ReportMetric(dd, "direct-ns/step")
 	b.ReportMetric(r/dd, "runner/direct")
-	b.ReportMetric(firstWCU, "wcu/call-first")
-	b.ReportMetric(lastWCU, "wcu/call-last")
+
+	turns := e.turnWriteUnits(b, d, steps)
+	for _, n := range []int{1, 10, 30} {
+		b.ReportMetric(turns[n], fmt.Sprintf("wcu/call-turn%d", n))
+	}
+	b.ReportMetric(turns[30]/turns[1], "wcu/turn30/turn1")
 }
 
-// turnWriteUnits returns the write units of the first and the last turn's
-// commit by DynamoDB's rules: in a transaction, twice one unit per KB
-// started of each item written — the run item (kept under 1 KB), the
-// checkpoint, and the turn's events.
-func (e *env) turnWriteUnits(b *testing.B, runID string) (first, last float64) {
-	evs := e.events(runID)
-	ckpt, err := e.store.LoadCheckpoint(ctx, runID)
+// turnWriteUnits runs one more run of d, of steps turns, by a runner whose
+// store writes through a storetest.Ledger (its reads slow the run down, so
+// it is not one of the timed rounds), and returns the write units of each
+// of the run's commits by DynamoDB's rules: index 0 is step 1 (run.started),
+// index n turn n.
+func (e *env) turnWriteUnits(b *testing.B, d *fleet.Definition, steps int) []float64 {
+	ledger := &storetest.Ledger{DB: e.db}
+	cfg := e.cfg
+	cfg.Store = store.New(ledger, e.table)
+	measured, err := runner.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	kb := func(n int) float64 { return math.Ceil(float64(n) / 1024) }
-	// Items carry their keys and attribute names besides the data.
-	const overhead = 80
-	turn := func(call, result store.Event, ckptBytes int) float64 {
-		return 2 * (1 + kb(ckptBytes+overhead) + kb(len(call.Data)+overhead) + kb(len(result.Data)+overhead))
+	id := e.start(d, "read it")
+	ledger.Reset()
+	if err := measured.Run(ctx, id); err != nil {
+		b.Fatal(err)
 	}
-	var calls, results []store.Event
-	for _, ev := range evs {
-		switch ev.Type {
-		case "tool.call":
-			calls = append(calls, ev)
-		case "tool.result":
-			results = append(results, ev)
+	// A step's commit is the transaction that writes the run's checkpoint.
+	var units []float64
+	for _, w := range ledger.Writes() {
+		if w.Call == "TransactWriteItems" && slices.Contains(w.Keys, [2]string{"RUN#" + id, "CKPT"}) {
+			units = append(units, w.Units)
 		}
 	}
-	// The first turn's checkpoint: the input, one answer and one result.
-	firstCkpt := len(ckpt.Data) / len(calls)
-	return turn(calls[0], results[0], firstCkpt), turn(calls[len(calls)-1], results[len(results)-1], len(ckpt.Data))
+	if len(units) != steps+2 {
+		b.Fatalf("%d commits; want %d (run.started, %d turns, run.ended)", len(units), steps+2, steps)
+	}
+	return units
 }
 
 func median(xs []float64) float64 {

@@ -78,7 +78,7 @@ func (a *childAgent) load(ctx context.Context, x *execution) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("runner: %w", err)
 	}
-	if x.st, err = x.r.decode(ctx, ckpt.Data); err != nil {
+	if x.st, err = x.r.decode(ctx, x.run.ID, a.c.ID, ckpt); err != nil {
 		return false, fmt.Errorf("runner: child %s of run %s: %w", a.c.ID, x.run.ID, err)
 	}
 	x.step, x.resumed = ckpt.Step, ckpt.Step > 0

@@ -103,7 +103,8 @@ const summaryPrompt = `The conversation below is an agent's work on a task so fa
 
 // summarise replaces the conversation with the task and a summary of the
 // work so far, written by the model. The summary call's tokens are spent
-// with the step that commits it.
+// with the step that commits it, which writes the new conversation as one
+// turn, where the conversation starts from then on (state.go).
 func (x *execution) summarise(ctx context.Context) error {
 	var transcript strings.Builder
 	for _, m := range x.st.Messages {

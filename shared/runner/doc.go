@@ -19,6 +19,11 @@
 //
 // The checkpoint after each step is the whole state (the conversation, the
 // plan, the usage), so any invocation goes on from the last committed step.
+// The conversation is kept as turns beside it, each step writing the
+// messages it added in its own transaction (store.Turn), so that what a
+// step writes does not grow with the conversation; the checkpoint names the
+// turns, and whatever resumes the agent (a new invocation, a child's, a
+// Slack follow-up) reads them back in order.
 // A step that was committed never runs again. A turn cut short commits
 // nothing, and the next invocation asks the model again; its sandbox calls
 // carry an Idempotency-Key made from the run, the step and the call (its

@@ -264,15 +264,16 @@ func (x *execution) affords(spend store.Budget) (string, bool) {
 func (x *execution) commit(ctx context.Context, st store.Step, events ...store.NewEvent) error {
 	next := x.step + 1
 	events = append(x.inbox, events...)
-	data, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
+	data, turns, err := x.r.encode(ctx, x.blobPrefix(), next, x.st)
 	if err != nil {
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
-	st.Holder, st.Number, st.Checkpoint, st.Events = x.holder, next, data, events
+	st.Holder, st.Number, st.Checkpoint, st.Turns, st.Events = x.holder, next, data, turns, events
 	first, err := x.agent.commit(ctx, x, st)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	x.st.committed()
 	x.step, x.inbox = next, nil
 	x.run.Spent.Tokens += st.Spend.Tokens
 	x.run.Spent.ToolCalls += st.Spend.ToolCalls

@@ -38,6 +38,7 @@ type env struct {
 	t        testing.TB
 	store    *store.Store
 	db       *dynamodb.Client
+	table    string
 	work     string
 	sandbox  *launchtest.Launcher
 	local    *invoke.Local
@@ -56,7 +57,7 @@ func newEnv(t testing.TB, script string, opts ...func(*runner.Config)) *env {
 	if err := store.CreateTable(ctx, db, table); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, store: store.New(db, table), db: db, work: filepath.Join(sandboxtest.Base(t), "work")}
+	e := &env{t: t, store: store.New(db, table), db: db, table: table, work: filepath.Join(sandboxtest.Base(t), "work")}
 	sandboxtest.Mkdir(t, e.work)
 	// Commands run as an unprivileged uid when the tests run as root.
 	if err := os.Chmod(e.work, 0o777); err != nil {

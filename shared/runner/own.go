@@ -57,7 +57,7 @@ func (a ownAgent) load(ctx context.Context, x *execution) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("runner: %w", err)
 	}
-	if x.st, err = x.r.decode(ctx, ckpt.Data); err != nil {
+	if x.st, err = x.r.decode(ctx, x.run.ID, "", ckpt); err != nil {
 		return false, fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
 	x.step = ckpt.Step

@@ -208,7 +208,7 @@ func (x *execution) history(ctx context.Context) ([]model.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: the conversation of run %s: %w", x.run.Continues, err)
 	}
-	prev, err := x.r.decode(ctx, ckpt.Data)
+	prev, err := x.r.decode(ctx, x.run.Continues, "", ckpt)
 	if err != nil {
 		return nil, fmt.Errorf("runner: the conversation of run %s: %w", x.run.Continues, err)
 	}

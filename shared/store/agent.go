@@ -99,8 +99,8 @@ type ChildEnd struct {
 }
 
 // CommitChildStep commits one step of a child agent in one transaction: its
-// checkpoint, its events, its spending and, with st.End, its end (the run
-// then counts one child fewer working).
+// checkpoint, its turns (under the child's id), its events, its spending
+// and, with st.End, its end (the run then counts one child fewer working).
 //
 // It fails with fault.RunLeaseHeld unless st.Holder holds the child's
 // lease, ErrStepCommitted unless st.Number exceeds the child's last step,
@@ -191,6 +191,9 @@ func (s *Store) childStepTxn(ctx context.Context, runID, childID, parentID strin
 		return nil, err
 	}
 	t.put("child checkpoint", ckpt, nil, nil)
+	if err := putTurns(t, runID, childID, st.Turns, now); err != nil {
+		return nil, err
+	}
 	if spends && parentID != "" {
 		t.update("parent's share", childKey(runID, parentID), newWrite().spend(st.Spend), s.shareFailed(ctx, runID, parentID, st.Spend))
 	}

@@ -60,6 +60,8 @@
 //	run                 RUN#<id>             RUN                   FLEET#<name>   RUN#<id>       status, pinned rev, counters, lease; gsi2 while queued or running
 //	run input           RUN#<id>             INPUT                 -              -              what started the run
 //	checkpoint          RUN#<id>             CKPT                  -              -              latest only: step + blob
+//	child checkpoint    RUN#<id>             CKPT#<child id>       -              -              the same, of a child agent
+//	turn                RUN#<id>             TURN#<agent>#<%016d>  -              -              messages a step added (agent: a child id, "" for the run's)
 //	event               RUN#<id>             EVT#<%016d seq>       -              -              type, JSON body, time
 //	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status, lease; gsi2 while running
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
@@ -77,6 +79,7 @@
 //	list a fleet's schedules (≤ 32)                              Query pk=FLEET#<name>, sk begins_with SCHED#
 //	list a run's events from a sequence number, paged            Query pk=RUN#<id>, sk BETWEEN EVT#<from> AND EVT#<max>
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
+//	read an agent's conversation (ListTurns)                     Query pk=RUN#<id>, sk BETWEEN TURN#<agent>#<from> AND TURN#<agent>#<to>
 //	list a size's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<size>, sk begins_with SBX#
 //	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#
 //	runs and children nobody executes since T (ListLapsed)       Query gsi2 pk=LIVE, sk <= T, ascending; GetItem each
@@ -90,10 +93,13 @@
 // Run inputs, checkpoints and Definitions live in items of their own so
 // that the run item, which every step updates, stays small: about 490 bytes
 // with a Slack thread and a lease, under the 1 KB that one write unit pays
-// for. DynamoDB items are at most 400 KB; the Store refuses blobs over
-// MaxBlobBytes (ErrTooLarge; fault.DefinitionInvalid for a Definition).
-// Longer conversations and large outputs belong in S3 with a pointer in the
-// item; that offload is not built yet.
+// for. An agent's conversation is kept as turn items (turn.go), one for
+// each step that added to it, so that a step writes what it adds and its
+// checkpoint stays small however long the conversation grows. DynamoDB
+// items are at most 400 KB; the Store refuses blobs over MaxBlobBytes
+// (ErrTooLarge; fault.DefinitionInvalid for a Definition), and a step
+// larger than a transaction holds. What is larger (a turn with a large
+// output) the runner keeps in S3, with a pointer in the item.
 //
 // # Write units per tool call
 //
@@ -110,9 +116,9 @@
 //	CommitStep     tx: run (1) + event (1) + checkpoint (1)  × 2 = 6 units
 //
 // With an 8 KB checkpoint the figures are 25 and 22 units: the checkpoint
-// dominates, so a runner should checkpoint what it needs to resume (the
-// step's delta, or a pointer to S3) rather than the whole conversation
-// every step. The write path reads nothing once the Store has seen the
+// dominates, so the runner checkpoints the step's delta (a turn item of a
+// few hundred bytes, 2 units more) and a small state, not the whole
+// conversation every step. The write path reads nothing once the Store has seen the
 // run's event counter (it caches the last number it saw per run and learns
 // the current one from a failed condition). gsi1 is not written on this path
 // because no projected attribute changes. A condition that fails still

@@ -214,6 +214,10 @@ type Step struct {
 	Number int64
 	// Checkpoint is the state to resume from after this step.
 	Checkpoint []byte
+	// Turns are written beside the checkpoint, each an item of its own
+	// (see Turn): the part of the agent's conversation the step adds or
+	// changes, at most MaxTurnsPerStep, of steps up to Number.
+	Turns []Turn
 	// Events are appended to the run's log.
 	Events []NewEvent
 	// Spend is added to the run's spending, checked against its limits.
@@ -225,16 +229,16 @@ type Step struct {
 }
 
 // CommitStep commits one step of the agent loop in one transaction: the
-// checkpoint, the step's events and its spending, all or nothing. It is the
-// per-step write path: two items plus one per event, instead of the three
-// separate writes of SaveCheckpoint, AppendEvents and Spend (see the
-// package documentation for write units).
+// checkpoint, the step's turns, its events and its spending, all or
+// nothing. It is the per-step write path: two items plus one per turn and
+// one per event, instead of the separate writes of SaveCheckpoint,
+// AppendEvents and Spend (see the package documentation for write units).
 //
 // It fails with fault.RunLeaseHeld unless st.Holder holds the lease,
 // ErrStepCommitted unless st.Number exceeds the last committed step,
-// ErrRunEnded when st.WhileRunning and the run is not running, and
+// ErrRunEnded when st.WhileRunning and the run is not running,
 // fault.RunBudgetSpent (nothing written) when the spending would exceed the
-// run's limits. It returns the sequence number of the first event (0 with
+// run's limits, and ErrTooLarge for more than a transaction holds. It returns the sequence number of the first event (0 with
 // no events).
 func (s *Store) CommitStep(ctx context.Context, runID string, st Step) (firstSeq int64, err error) {
 	firstSeq, err = s.commitStep(ctx, runID, st)
@@ -268,6 +272,9 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 			return err
 		}
 		t.put("checkpoint", ckpt, nil, nil)
+		if err := putTurns(t, runID, "", st.Turns, now); err != nil {
+			return err
+		}
 		if err := putEvents(t, runID, last+1, st.Events, now); err != nil {
 			return err
 		}
@@ -281,7 +288,8 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 }
 
 // check refuses a step without a holder, numbered below 1, spending a
-// negative amount or carrying a body too large.
+// negative amount, carrying a body too large or more than a transaction
+// holds.
 func (st Step) check() error {
 	if st.Holder == "" || st.Number < 1 || st.Spend.Tokens < 0 || st.Spend.ToolCalls < 0 {
 		return fault.New(fault.RequestInvalid, "a step needs the lease holder, a number from 1 and no negative spending")
@@ -289,7 +297,23 @@ func (st Step) check() error {
 	if len(st.Checkpoint) > MaxBlobBytes {
 		return fmt.Errorf("checkpoint of %d bytes: %w", len(st.Checkpoint), ErrTooLarge)
 	}
-	return checkEvents(st.Events)
+	if err := checkTurns(st.Turns, st.Number); err != nil {
+		return err
+	}
+	if err := checkEvents(st.Events); err != nil {
+		return err
+	}
+	n := len(st.Checkpoint)
+	for _, tn := range st.Turns {
+		n += len(tn.Data)
+	}
+	for _, ev := range st.Events {
+		n += len(ev.Data)
+	}
+	if n > maxStepBytes {
+		return fmt.Errorf("a step of %d bytes, more than a transaction holds: %w", n, ErrTooLarge)
+	}
+	return nil
 }
 
 // stepWrite is the write of an item that holds a lease and a checkpoint

@@ -63,6 +63,7 @@ const (
 	skRun         = "RUN"
 	skInput       = "INPUT"
 	skCheckpoint  = "CKPT"
+	prefixTurn    = "TURN#"
 	skIdem        = "IDEM"
 	gsi1AllFleets = "FLEETS"
 	prefixSlack   = "SLACK#"
