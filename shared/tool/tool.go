@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Spec is what the model is told about a tool, and the check its arguments
@@ -72,8 +73,20 @@ type About struct {
 // Def is the Spec of a tool whose arguments decode into T, a struct. Tools
 // embed a *Def[T] to get Name, Description, Schema and Check, and call
 // Decode in Run. Def is safe for concurrent use.
+//
+// Its schema, argument checks and description are made on first use, not
+// by Define: a function that links a package of contracts for their names
+// and scopes alone (the API checking a Definition) does not pay for them at
+// every cold start.
 type Def[T any] struct {
-	info        Info
+	info  Info
+	about About
+	once  sync.Once
+	built built
+}
+
+// built is what Define's About makes of T.
+type built struct {
 	description string
 	schema      json.RawMessage
 	args        *node
@@ -87,14 +100,26 @@ var _ Spec = (*Def[struct{}])(nil)
 // string must not be empty. A `description` struct tag becomes the
 // property's description in the schema.
 //
-// Define panics when T, the rules or the description template are wrong (a
+// Define panics when its place, scope or summary are wrong; the first use
+// of the Spec panics when T, the rules or the description template are (a
 // rule naming no field, a default out of its own range, an unknown
-// template key): a programming error that any test of the package finds.
+// template key): programming errors that any test of the package finds,
+// since a package's tests read every contract (Specs).
 func Define[T any](a About) *Def[T] {
 	info := Info{Name: a.Name, Builtin: a.Builtin, RunsIn: a.RunsIn, Scope: a.Scope, Summary: a.Summary}
 	if err := info.check(); err != nil {
 		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
 	}
+	return &Def[T]{info: info, about: a}
+}
+
+// made returns what About makes of T, making it once.
+func (d *Def[T]) made() *built {
+	d.once.Do(func() { d.built = build[T](d.about) })
+	return &d.built
+}
+
+func build[T any](a About) built {
 	n, err := buildNode(reflect.TypeFor[T](), a.Rules, "")
 	if err != nil {
 		panic(fmt.Sprintf("tool.Define %s: %v", a.Name, err))
@@ -113,7 +138,7 @@ func Define[T any](a About) *Def[T] {
 	if err != nil {
 		panic(fmt.Sprintf("tool.Define %s: schema: %v", a.Name, err))
 	}
-	return &Def[T]{info: info, description: desc, schema: schema, args: n}
+	return built{description: desc, schema: schema, args: n}
 }
 
 // Name is the tool's name.
@@ -123,10 +148,10 @@ func (d *Def[T]) Name() string { return d.info.Name }
 func (d *Def[T]) Info() Info { return d.info }
 
 // Description is the model-facing description, its template executed.
-func (d *Def[T]) Description() string { return d.description }
+func (d *Def[T]) Description() string { return d.made().description }
 
 // Schema is the JSON Schema of the arguments object.
-func (d *Def[T]) Schema() json.RawMessage { return d.schema }
+func (d *Def[T]) Schema() json.RawMessage { return d.made().schema }
 
 // Check validates args as Decode does.
 func (d *Def[T]) Check(args json.RawMessage) (Result, bool) {
@@ -148,7 +173,7 @@ func (d *Def[T]) Decode(args json.RawMessage) (v T, res Result, ok bool) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if msg := d.args.decode(args, reflect.ValueOf(&v).Elem(), ""); msg != "" {
+	if msg := d.made().args.decode(args, reflect.ValueOf(&v).Elem(), ""); msg != "" {
 		return v, Errorf("%s: %s", d.info.Name, msg), false
 	}
 	return v, Result{}, true

@@ -131,3 +131,23 @@ func goList(t *testing.T, format, pkg string) string {
 	}
 	return string(out)
 }
+
+// TestEveryContractBuilds: a contract's schema, checks and description are
+// made on its first use (tool.Def), so this test uses each: a wrong rule or
+// template in any tool fails here, not in a run.
+func TestEveryContractBuilds(t *testing.T) {
+	t.Parallel()
+	for _, e := range toolbox.All() {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: %v", e.Name, r)
+				}
+			}()
+			if len(e.Spec.Schema()) == 0 || e.Spec.Description() == "" {
+				t.Errorf("%s: an empty schema or description", e.Name)
+			}
+			e.Spec.Check([]byte("{}"))
+		}()
+	}
+}
