@@ -217,6 +217,9 @@ func (r *Roots) Resolve(p string, write bool) (*Resolved, error) {
 // symbolic link. For a path that does not exist yet, the longest existing
 // parent is resolved and the rest appended.
 func (r *Roots) linkTarget(abs string) (string, bool) {
+	if linkFree(abs) {
+		return "", false // what EvalSymlinks would find: abs itself
+	}
 	existing, rest := abs, ""
 	for {
 		if _, err := os.Lstat(existing); err == nil {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 )
 
 // BenchmarkSpawn reports the cost of a confined `sh -c true` as a ratio to a
@@ -64,16 +66,20 @@ func BenchmarkSpawn(b *testing.B) {
 		}
 		tight, tightBare := warm(0)
 		spaced, spacedBare := warm(20 * time.Millisecond)
-		b.ReportMetric(float64(bare.Microseconds()), "bare-µs")
-		b.ReportMetric(float64(confined.Microseconds()), "confined-µs")
-		b.ReportMetric(float64(confined)/float64(bare), "ratio")
-		b.ReportMetric(float64(tight.Microseconds()), "warm-tight-µs")
-		b.ReportMetric(float64(tight)/float64(tightBare), "warm-tight-ratio")
-		b.ReportMetric(float64(spaced.Microseconds()), "warm-spaced-µs")
-		b.ReportMetric(float64(spacedBare.Microseconds()), "bare-spaced-µs")
-		b.ReportMetric(float64(spaced)/float64(spacedBare), "warm-spaced-ratio")
+		sandboxtest.Report(b, "confine/spawn-sh-true", []sandboxtest.Figure{
+			{Name: "bare", Value: micros(bare), Unit: "µs"},
+			{Name: "cold", Value: micros(confined), Unit: "µs"},
+			{Name: "cold_ratio", Value: float64(confined) / float64(bare), Unit: "×"},
+			{Name: "warm_tight", Value: micros(tight), Unit: "µs"},
+			{Name: "warm_tight_ratio", Value: float64(tight) / float64(tightBare), Unit: "×"},
+			{Name: "warm_spaced", Value: micros(spaced), Unit: "µs"},
+			{Name: "bare_spaced", Value: micros(spacedBare), Unit: "µs"},
+			{Name: "warm_spaced_ratio", Value: float64(spaced) / float64(spacedBare), Unit: "×"},
+		})
 	}
 }
+
+func micros(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
 // BenchmarkGrepConfinement splits the cost of confinement for a search of
 // a large tree: rg unconfined, confined with only seccomp, only Landlock,
@@ -133,11 +139,14 @@ func BenchmarkGrepConfinement(b *testing.B) {
 				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 			}
 		}
+		var figs []sandboxtest.Figure
 		for i, c := range configs {
 			slices.Sort(ds[i])
 			slices.Sort(cpu[i])
-			b.ReportMetric(float64(ds[i][n/2].Microseconds())/1000, c.name+"-ms")
-			b.ReportMetric(float64(cpu[i][n/2].Microseconds())/1000, c.name+"-cpu-ms")
+			figs = append(figs,
+				sandboxtest.Figure{Name: c.name, Value: micros(ds[i][n/2]) / 1000, Unit: "ms"},
+				sandboxtest.Figure{Name: c.name + "_cpu", Value: micros(cpu[i][n/2]) / 1000, Unit: "ms"})
 		}
+		sandboxtest.Report(b, "confine/grep-confinement-split", figs)
 	}
 }

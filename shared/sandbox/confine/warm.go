@@ -100,7 +100,7 @@ func Start(cmd *exec.Cmd) error {
 	}
 	defer unix.Close(dir)
 	pl := poolFor(key)
-	defer pl.fill()
+	defer pl.refill()
 	for range warmIdle + 1 {
 		w := pl.take()
 		if w == nil {
@@ -219,11 +219,10 @@ func (w *warm) run(dirName string, msg []byte, files [3]*os.File, dir int) (err 
 	var fds []int
 	for i, f := range files {
 		if f == nil {
-			null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			null, err := devNull()
 			if err != nil {
 				return fail()
 			}
-			defer null.Close()
 			files[i] = null
 		}
 		fds = append(fds, int(files[i].Fd()))
@@ -256,6 +255,12 @@ func (w *warm) run(dirName string, msg []byte, files [3]*os.File, dir int) (err 
 	}
 	return nil, true
 }
+
+// devNull is /dev/null, opened once, for the stdio a command leaves nil
+// (the trampoline gets a duplicate). Opening it for each command cost every
+// warm start five system calls (open, close, and os's attempt to add it to
+// the poller: two fcntl and a failing epoll_ctl).
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.OpenFile(os.DevNull, os.O_RDWR, 0) })
 
 // pool holds the warm trampolines of one policy.
 type pool struct {
@@ -336,6 +341,24 @@ func (pl *pool) take() *warm {
 	case <-time.After(20 * time.Millisecond):
 		return nil
 	}
+}
+
+// refillDelay is how long after a warm start its replacement starts, when
+// another trampoline is still ready for the next command: starting one
+// (an exec of sandboxd and its confinement) while the command just handed
+// over execs and runs took a core from it and from sandboxd's answer, on
+// a machine of two. An agent's next command comes seconds later; back to
+// back ones empty the pool, which then refills at once.
+const refillDelay = 3 * time.Millisecond
+
+// refill is fill after a warm start: at once when the pool is empty, else
+// after refillDelay.
+func (pl *pool) refill() {
+	if len(pl.ready) == 0 {
+		pl.fill()
+		return
+	}
+	time.AfterFunc(refillDelay, pl.fill)
 }
 
 // fill starts warm trampolines until warmIdle are ready or starting.

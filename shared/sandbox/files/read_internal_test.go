@@ -26,7 +26,7 @@ func (r *ys) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-var yBlock = []byte(strings.Repeat("y", maxReadBuffer))
+var yBlock = []byte(strings.Repeat("y", readBuffer))
 
 // TestReadLinesStreamsAGigabyteLine: a 1 GiB line costs read no more memory
 // than its buffer. Not parallel: it measures the process's allocations.
@@ -36,7 +36,7 @@ func TestReadLinesStreamsAGigabyteLine(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		out, res, err := readLines(context.Background(), bufio.NewReaderSize(src, maxReadBuffer), "huge", offset, 10)
+		out, res, err := readLines(context.Background(), bufio.NewReaderSize(src, readBuffer), "huge", offset, 10)
 		runtime.ReadMemStats(&after)
 		if err != nil || res.IsError {
 			t.Fatalf("readLines: %v %q", err, res.Output)
