@@ -60,13 +60,16 @@ func runsConcurrently(name string) bool { return concurrent[name] || control.Con
 // run, in order: it returns the events that follow the call's tool.result.
 type followUp func() []store.NewEvent
 
-// runTools runs calls, concurrent neighbours at once and every other
-// call alone in its turn, and returns their results in order with the
-// step's events: each tool.result and its call's follow-up events, then
-// the step's message.posted.
+// runTools runs calls, concurrent neighbours at once (at most
+// Config.ToolConcurrency of them, each of the others starting, in the
+// answer's order, as one before it returns) and every other call alone in
+// its turn, and returns their results in order with the step's events:
+// each tool.result and its call's follow-up events, then the step's
+// message.posted.
 func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []store.NewEvent) {
 	results := make([]model.ToolResult, len(calls))
 	after := make([]followUp, len(calls))
+	slots := make(chan struct{}, x.r.cfg.ToolConcurrency)
 	for i := 0; i < len(calls); {
 		j := i + 1
 		if runsConcurrently(calls[i].Name) {
@@ -76,9 +79,10 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
+			slots <- struct{}{} // taken here, in order: the queue is the answer's
 			wg.Add(1)
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				results[k], after[k] = x.runTool(ctx, k, calls[k])
 			}()
 		}

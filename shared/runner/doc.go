@@ -10,7 +10,8 @@
 //
 //	step 1   run.started; the input becomes the first message
 //	turn     the model's answer and the tool calls it asks for, run (read-only
-//	         neighbours at once) before the commit; the answer, the results,
+//	         neighbours at once, at most Config.ToolConcurrency of them, the
+//	         rest queued in order) before the commit; the answer, the results,
 //	         a tool.call and a tool.result event each (plan.updated for a
 //	         plan), the tokens and the calls spent — refused, with nothing
 //	         written, when the run was cancelled meanwhile or the budget is
