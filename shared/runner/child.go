@@ -96,8 +96,22 @@ func (a *childAgent) load(ctx context.Context, x *execution) (bool, error) {
 func (a *childAgent) start(ctx context.Context, x *execution) error {
 	c := a.c
 	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: c.Task}}}}
-	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning,
-		ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}))
+	started := run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning, ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}
+	var sc screen
+	sc.add(&started.Task)
+	failed := x.screen(ctx, &sc)
+	if failed != nil {
+		started.Task = "(withheld: it " + errUnscreened.Error() + ")"
+	}
+	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, started))
+	if err == nil && failed != nil {
+		// Started, so that its parent hears how it ended: failed, before
+		// it did anything.
+		if err := x.end(ctx, store.StatusFailed, "", unscreened(failed)); err != nil {
+			return err
+		}
+		return errChildGone
+	}
 	switch {
 	case errors.Is(err, store.ErrChildEnded):
 		x.gone(ctx)
@@ -144,12 +158,8 @@ func (a *childAgent) end(ctx context.Context, x *execution, status store.Status,
 	end := &store.ChildEnd{}
 	switch status {
 	case store.StatusSucceeded:
-		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, answer
+		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, cutUTF8(answer, run.MaxEventAnswer)
 		ended.Answer = answer
-		if len(answer) > run.MaxEventAnswer {
-			ended.Answer, ended.AnswerTruncated = cutUTF8(answer, run.MaxEventAnswer), true
-			end.Result = ended.Answer
-		}
 	case store.StatusFailed:
 		ended.Status, end.Status = store.ChildFailed, store.ChildFailed
 		if runErr != nil {
@@ -157,6 +167,20 @@ func (a *childAgent) end(ctx context.Context, x *execution, status store.Status,
 		}
 	default:
 		return a.endInterrupted(ctx, x, ended)
+	}
+	// child.ended is screened (and its answer cut); the result its parent
+	// reads is the parent's model's to see, and is screened in the
+	// parent's step that reads it.
+	var sc screen
+	sc.addCut(&ended.Answer, &ended.AnswerTruncated, run.MaxEventAnswer)
+	if ended.Error != nil {
+		e := *ended.Error
+		ended.Error = &e
+		sc.add(&e.Message)
+	}
+	if err := x.screen(ctx, &sc); err != nil {
+		ended.Status, ended.Answer, ended.AnswerTruncated, ended.Error = store.ChildFailed, "", false, unscreened(err)
+		end.Status, end.Result = store.ChildFailed, ended.Error.Code+": "+ended.Error.Message
 	}
 	a.ending = end
 	err := x.commit(ctx, store.Step{Spend: spend}, newEvent(run.EventChildEnded, ended))

@@ -54,7 +54,12 @@
 //
 // # Secrets
 //
-// The runner never holds a secret value: only the webtools function reads
-// them, and it screens what it returns. So no event, checkpoint or result
-// the runner writes can hold one.
+// The runner never reads a secret value: only the webtools function reads
+// them, and it screens what it returns. A value can still come in from
+// outside (a file in the sandbox, a command's output), so each step of a
+// fleet with secrets screens its new text — tool arguments and results,
+// the plan, the answer, a child's task and answer — in one scrub call
+// before its events are committed, posted in the thread or sent as the
+// callback, and fails the agent rather than keep text that could not be
+// screened (see screen.go). The conversation is kept as the model saw it.
 package runner
