@@ -99,19 +99,8 @@ func (a *childAgent) start(ctx context.Context, x *execution) error {
 	started := run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning, ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}
 	var sc screen
 	sc.add(&started.Task)
-	failed := x.screen(ctx, &sc)
-	if failed != nil {
-		started.Task = "(withheld: it " + errUnscreened.Error() + ")"
-	}
+	x.screen(ctx, &sc) // the event's task; the child's model gets it whole
 	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, started))
-	if err == nil && failed != nil {
-		// Started, so that its parent hears how it ended: failed, before
-		// it did anything.
-		if err := x.end(ctx, store.StatusFailed, "", unscreened(failed)); err != nil {
-			return err
-		}
-		return errChildGone
-	}
 	switch {
 	case errors.Is(err, store.ErrChildEnded):
 		x.gone(ctx)
@@ -176,12 +165,9 @@ func (a *childAgent) end(ctx context.Context, x *execution, status store.Status,
 	if ended.Error != nil {
 		e := *ended.Error
 		ended.Error = &e
-		sc.add(&e.Message)
+		sc.addLong(&e.Message)
 	}
-	if err := x.screen(ctx, &sc); err != nil {
-		ended.Status, ended.Answer, ended.AnswerTruncated, ended.Error = store.ChildFailed, "", false, unscreened(err)
-		end.Status, end.Result = store.ChildFailed, ended.Error.Code+": "+ended.Error.Message
-	}
+	x.screen(ctx, &sc)
 	a.ending = end
 	err := x.commit(ctx, store.Step{Spend: spend}, newEvent(run.EventChildEnded, ended))
 	a.ending = nil

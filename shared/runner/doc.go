@@ -60,6 +60,6 @@
 // fleet with secrets screens its new text — tool arguments and results,
 // the plan, the answer, a child's task and answer — in one scrub call
 // before its events are committed, posted in the thread or sent as the
-// callback, and fails the agent rather than keep text that could not be
+// callback, and withholds (replaces by a note saying why) what could not be
 // screened (see screen.go). The conversation is kept as the model saw it.
 package runner

@@ -245,12 +245,7 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 			f.screen(&sc)
 		}
 	}
-	if err := x.screen(ctx, &sc); err != nil {
-		// The lines message posted were screened on their own: their
-		// events go with the end.
-		x.inbox = append(x.inbox, messages...)
-		return true, x.end(ctx, store.StatusFailed, "", unscreened(err), spend)
-	}
+	x.screen(ctx, &sc) // what could not be screened is withheld
 	events := make([]store.NewEvent, 0, 2*len(calls)+len(messages))
 	for _, tc := range tcs {
 		events = append(events, newEvent(run.EventToolCall, tc))

@@ -19,7 +19,8 @@ import (
 // the webtools function (the only reader of values) replaces every value
 // by «secret:NAME» before the step's events are built, committed, posted
 // in the thread or sent as the callback. A fleet that declares no secrets
-// makes no call.
+// makes no call. Text that cannot be screened (a secret webtools cannot
+// read) is withheld: replaced by a note saying so, and the agent goes on.
 //
 // The conversation (the checkpoint's turns) is not screened: the model
 // keeps what its tools gave it (a file it edits, a value it must compare),
@@ -45,6 +46,10 @@ const scrubBatchBytes = 2 << 20
 type screen struct {
 	texts []string
 	puts  []func(string)
+	// holds put a withheld note in place of each text, when the text could
+	// not be screened: short for arguments and names, with the reason for
+	// outputs and answers (long).
+	holds []func(short, long string)
 }
 
 // add gathers *p; the screen writes it back screened.
@@ -54,12 +59,25 @@ func (s *screen) add(p *string) {
 	}
 	s.texts = append(s.texts, *p)
 	s.puts = append(s.puts, func(v string) { *p = v })
+	s.holds = append(s.holds, func(short, _ string) { *p = short })
+}
+
+// addLong is add for a text whose withheld note says why (an error's
+// message).
+func (s *screen) addLong(p *string) {
+	if *p == "" {
+		return
+	}
+	s.texts = append(s.texts, *p)
+	s.puts = append(s.puts, func(v string) { *p = v })
+	s.holds = append(s.holds, func(_, long string) { *p = long })
 }
 
 // addJSON gathers a JSON value, a tool call's arguments, screened as its
 // text: a value in it is in its JSON spelling, which the screen knows. A
 // replacement that leaves it no JSON (a value that took in JSON's own
-// quotes) keeps it as the JSON string of the screened text.
+// quotes) keeps it as the JSON string of the screened text; withheld, it is
+// {"withheld": "…"}.
 func (s *screen) addJSON(p *json.RawMessage) {
 	text := string(*p)
 	if text == "" {
@@ -75,6 +93,7 @@ func (s *screen) addJSON(p *json.RawMessage) {
 			*p, _ = json.Marshal(v)
 		}
 	})
+	s.holds = append(s.holds, func(short, _ string) { *p, _ = json.Marshal(map[string]string{"withheld": short}) })
 }
 
 // addCut gathers *p to be kept cut at n bytes, as an event keeps a tool's
@@ -84,8 +103,12 @@ func (s *screen) addJSON(p *json.RawMessage) {
 // Without secrets it is the same cut as cutUTF8.
 func (s *screen) addCut(p *string, cut *bool, n int) {
 	text := *p
+	if text == "" {
+		return
+	}
 	sent := cutUTF8(text, n+screenReach)
-	put := func(v string) {
+	s.texts = append(s.texts, sent)
+	s.puts = append(s.puts, func(v string) {
 		limit := n
 		if len(sent) < len(text) && len(v) < len(sent) {
 			// Replacements shrank the text that was sent, whose last bytes
@@ -95,37 +118,43 @@ func (s *screen) addCut(p *string, cut *bool, n int) {
 		}
 		kept := cutUTF8(v, limit)
 		*p, *cut = kept, len(kept) < len(v) || len(sent) < len(text)
-	}
-	if text == "" {
-		return
-	}
-	s.texts = append(s.texts, sent)
-	s.puts = append(s.puts, put)
+	})
+	s.holds = append(s.holds, func(_, long string) { *p, *cut = long, false })
 }
 
-// errUnscreened is why a step's text could not be screened.
-var errUnscreened = errors.New("could not be screened for the fleet's secret values")
+// withheldShort is what a text that could not be screened is replaced by
+// where the reason would not fit (a tool's arguments, a plan's step, a
+// child's task).
+const withheldShort = "(withheld: it could not be screened for the fleet's secret values)"
 
 // screen replaces the values of the fleet's secrets in s's texts, in one
 // scrub call (more only for a step of more than scrubBatchBytes). A fleet
 // without secrets needs none, and s's texts are put back as they are (an
 // addCut cut); so does an agent ending before its Definition could be read
 // (the text is then the runner's own, saying why, and names no value).
+//
 // When the webtools function cannot screen them (a secret it cannot read,
-// the function failing), nothing is put back and the error wraps
-// errUnscreened: the caller must keep and send none of them.
-func (x *execution) screen(ctx context.Context, s *screen) error {
+// the function failing), every text is withheld: replaced by a note that
+// says so (with the reason, in outputs and answers), and the agent goes on,
+// as a web tool's result is withheld in that case. Nothing unscreened is
+// kept or sent.
+func (x *execution) screen(ctx context.Context, s *screen) {
 	out := s.texts
 	if len(s.texts) > 0 && x.def != nil && len(x.def.Secrets) > 0 {
 		var err error
 		if out, err = x.scrubAll(ctx, s.texts); err != nil {
-			return fmt.Errorf("the step's text %w (%v)", errUnscreened, err)
+			x.r.log.Error("a step's text was withheld: it could not be screened for the fleet's secret values",
+				"run_id", x.run.ID, "child_id", x.agent.id(), "step", x.step+1, "error", err)
+			long := fmt.Sprintf("(withheld: this could not be screened for the fleet's secret values, so agentsfleet keeps and sends none of it: %v. The webtools function must be able to read every secret the Definition names.)", err)
+			for _, hold := range s.holds {
+				hold(withheldShort, long)
+			}
+			return
 		}
 	}
 	for i, put := range s.puts {
 		put(out[i])
 	}
-	return nil
 }
 
 // scrubAll screens texts through the webtools function, in batches of
@@ -190,27 +219,17 @@ func jsonLen(text string) int {
 	return n
 }
 
-// unscreened is why an agent fails whose step's text could not be
-// screened: none of the step was kept or sent.
-func unscreened(err error) *run.Error {
-	return &run.Error{Code: run.CodeInternal, Message: err.Error() +
-		", so none of it was kept or sent; the webtools function must be able to read every secret the Definition names"}
-}
-
 // screenEnd screens how the agent ends before anything keeps or tells it
 // (run.ended, the thread, the callback): its answer, cut at
-// run.MaxEventAnswer, and why it failed. An end that cannot be screened
-// ends failed, saying so, without the answer.
+// run.MaxEventAnswer, and why it failed.
 func (x *execution) screenEnd(ctx context.Context, ended *run.RunEnded) *run.RunEnded {
 	var sc screen
 	sc.addCut(&ended.Answer, &ended.AnswerTruncated, run.MaxEventAnswer)
 	if ended.Error != nil {
 		e := *ended.Error
 		ended.Error = &e
-		sc.add(&e.Message)
+		sc.addLong(&e.Message)
 	}
-	if err := x.screen(ctx, &sc); err != nil {
-		return &run.RunEnded{Result: run.Result{Status: run.StatusFailed, Error: unscreened(err), Usage: ended.Usage}}
-	}
+	x.screen(ctx, &sc)
 	return ended
 }
