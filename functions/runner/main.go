@@ -17,6 +17,8 @@
 //	AGENTSFLEET_MODEL                 the model id for Definitions that name none
 //	AGENTSFLEET_RUN_LEASE_SECONDS     how long an invocation holds a run between renewals (optional;
 //	                                  default 120): a dead one's run is taken over once it runs out
+//	AGENTSFLEET_RUN_TOOL_CONCURRENCY  how many tool calls of one model answer run at once (optional;
+//	                                  1 to 64, default 8), the others queued in order
 //	AGENTSFLEET_SWEEP_GRACE_SECONDS   read with the schedule settings below (the schedule
 //	                                  function's sweep grace; optional)
 //	AWS_LAMBDA_FUNCTION_NAME          set by Lambda: the runner invokes itself by it

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -111,8 +112,12 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 
 	// webtools: 512 MB for HTML to text of pages up to the size cap; 60 s
 	// for one call's 30 s limit (web.DefaultTimeout) plus reading the
-	// fleet's secrets. No reserved concurrency: the runner calls it
-	// synchronously, and a throttled call would fail a tool call.
+	// fleet's secrets. Its callers invoke it synchronously, so a throttled
+	// call fails (a tool call, a step's screen, a schedule's message): its
+	// reserved concurrency (WebtoolsConcurrency) is what its callers can
+	// use at once, so that it caps the function against a runaway without
+	// ever throttling a deployment's own runs. Without a runner
+	// reservation nothing bounds that, and it reserves none.
 	webEnv := map[string]string{store.EnvTable: *st.Table.TableName()}
 	for k, v := range map[string]string{web.EnvSearchBackend: s.SearchBackend, web.EnvSearchURL: s.SearchURL,
 		web.EnvSearchKeySecret: s.SearchAPIKeySecret} {
@@ -120,7 +125,7 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 			webEnv[k] = v
 		}
 	}
-	webFn := mk("webtools", shape{memoryMiB: 512, timeoutSeconds: 60}, webEnv, false)
+	webFn := mk("webtools", shape{memoryMiB: 512, timeoutSeconds: 60, reserved: WebtoolsConcurrency(s.RunnerConcurrency)}, webEnv, false)
 	// What a call may use, read by its run id (shared/web/grants): the run,
 	// its fleet's revision and its child, read-only.
 	webFn.role.AddToPolicy(allow([]string{"dynamodb:GetItem"}, []string{*st.Table.TableArn()},
@@ -156,6 +161,9 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		ecs.EnvSecurityGroups:      *st.Sandbox.Group.SecurityGroupId(),
 		ecs.EnvPublicIP:            map[Network]string{Public: "true", Private: "false"}[s.Network],
 		ecs.EnvTokenKeyARN:         *st.Secrets.SandboxTokenKey.SecretArn(),
+		// Written out, not left to the default: webtools' reservation is
+		// sized by it.
+		runner.EnvToolConcurrency: strconv.Itoa(ToolConcurrency),
 	}
 	for k, v := range scheduleEnv {
 		runnerEnv[k] = v
@@ -272,6 +280,27 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 		[]string{*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn()}, nil))
 
 	return functions{api: api, runner: runnerFn, schedule: sched, slack: slackFn, webtools: webFn}
+}
+
+// ToolConcurrency is the runner's AGENTSFLEET_RUN_TOOL_CONCURRENCY in the
+// stack: how many tool calls of one model answer run at once.
+const ToolConcurrency = runner.DefaultToolConcurrency
+
+// WebtoolsConcurrency is the webtools function's reserved concurrency for
+// a runner reserving runnerConcurrency: what its callers can ask of it at
+// once. Each runner invocation (a run's own agent, or a child agent, each
+// an invocation of its own) makes at most ToolConcurrency webtools calls at
+// once: its tool calls, of which at most that many run together, a message
+// line's scrub among them, or, after them, its step's screen. The api
+// function scrubs a schedule's message once a request, and API Gateway lets
+// at most APIBurstLimit requests in at once. So runnerConcurrency ×
+// ToolConcurrency + APIBurstLimit (260 by default) never throttles them;
+// 0 (no runner reservation, so no bound) reserves none.
+func WebtoolsConcurrency(runnerConcurrency int) int {
+	if runnerConcurrency <= 0 {
+		return 0
+	}
+	return runnerConcurrency*ToolConcurrency + APIBurstLimit
 }
 
 // newFunction is function name from LambdaDir/name/bootstrap with its own

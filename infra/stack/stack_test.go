@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentsfleet/agentsfleet/infra/stack"
+	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -512,7 +514,7 @@ func TestResources(t *testing.T) {
 
 	// Every function: provided.al2023 on arm64 from its bootstrap, its own
 	// log group with the retention, sized as chosen.
-	sizes := map[string][3]float64{"Api": {512, 29, 0}, "Runner": {1024, 900, 20}, "Schedule": {256, 30, 0}, "Slack": {256, 30, 0}, "Webtools": {512, 60, 0}}
+	sizes := map[string][3]float64{"Api": {512, 29, 0}, "Runner": {1024, 900, 20}, "Schedule": {256, 30, 0}, "Slack": {256, 30, 0}, "Webtools": {512, 60, 260}}
 	fns := resources(m, "AWS::Lambda::Function")
 	for id, want := range sizes {
 		p := fns[id]
@@ -575,6 +577,7 @@ func TestResources(t *testing.T) {
 			"AGENTSFLEET_SANDBOX_CLUSTER": "${Cluster}", "AGENTSFLEET_SANDBOX_TASK_DEFINITION": "${SandboxTask}", "AGENTSFLEET_SANDBOX_TOKEN_KEY_ARN": "${SandboxTokenKey}",
 			"AGENTSFLEET_SANDBOX_SUBNETS":         "${VpcpublicSubnet1Subnet},${VpcpublicSubnet2Subnet}",
 			"AGENTSFLEET_SANDBOX_SECURITY_GROUPS": "${SandboxGroup.GroupId}", "AGENTSFLEET_SANDBOX_PUBLIC_IP": "true",
+			"AGENTSFLEET_RUN_TOOL_CONCURRENCY": "8",
 		}),
 	}
 	for fn, want := range wantEnv {
@@ -697,6 +700,11 @@ func TestLayouts(t *testing.T) {
 	if rc, ok := resources(anth, "AWS::Lambda::Function")["Runner"]["ReservedConcurrentExecutions"]; ok {
 		t.Errorf("runnerConcurrency=0: reserved %v", rc)
 	}
+	// Without the runner's reservation nothing bounds what webtools is
+	// asked at once: it reserves none, as a throttled call fails a tool call.
+	if rc, ok := resources(anth, "AWS::Lambda::Function")["Webtools"]["ReservedConcurrentExecutions"]; ok {
+		t.Errorf("runnerConcurrency=0: webtools reserved %v, want none", rc)
+	}
 }
 
 // TestFromContext checks the settings' refusals.
@@ -726,5 +734,27 @@ func TestFromContext(t *testing.T) {
 	})
 	if err != nil || s.Network != stack.Private || !s.SandboxEgressAll || s.DeletionProtection || s.LogRetentionDays != 90 || s.LambdaDir != "/r/build/lambda" {
 		t.Errorf("got %+v, %v", s, err)
+	}
+}
+
+// TestWebtoolsReservation: the webtools function reserves what its callers
+// can ask of it at once — the runner's reservation times the tool calls of
+// one answer that run at once (which the stack gives the runner), plus the
+// API's burst for the api function's scrubs — so that it never throttles
+// a deployment's own runs; it follows runnerConcurrency.
+func TestWebtoolsReservation(t *testing.T) {
+	_, m := synth(t, map[string]string{stack.CtxRunnerConcurrency: "5"})
+	fns := resources(m, "AWS::Lambda::Function")
+	want := float64(5*stack.ToolConcurrency + stack.APIBurstLimit)
+	if rc := fns["Webtools"]["ReservedConcurrentExecutions"]; rc != want {
+		t.Errorf("runnerConcurrency=5: webtools reserved %v, want %v", rc, want)
+	}
+	if rc := fns["Runner"]["ReservedConcurrentExecutions"]; rc != float64(5) {
+		t.Errorf("runnerConcurrency=5: runner reserved %v, want 5", rc)
+	}
+	env, _ := fns["Runner"]["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	if got := vars[runner.EnvToolConcurrency]; got != strconv.Itoa(stack.ToolConcurrency) {
+		t.Errorf("the runner's %s = %v, want %d, the figure webtools' reservation is sized by", runner.EnvToolConcurrency, got, stack.ToolConcurrency)
 	}
 }

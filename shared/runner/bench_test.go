@@ -4,18 +4,23 @@ package runner_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/store/storetest"
+	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
 // BenchmarkRunnerStep measures the runner's overhead per step: a run whose
@@ -25,6 +30,10 @@ import (
 // alternating rounds against the same emulator. It reports
 //
 //	runner/direct      the ratio of the two per step (target ≤ 1.2)
+//	secrets/direct     the same for a fleet that declares a secret, whose
+//	                   every step is screened by one scrub call to the
+//	                   webtools function (in process here: a Lambda
+//	                   invocation in AWS adds its round trip)
 //	wcu/call-turnN     DynamoDB write units of turn N's commit (N = 1, 10, 30),
 //	                   by the sizes of the items it writes (storetest.Ledger)
 //	wcu/turn30/turn1   their ratio: what a turn's commit grows by as the
@@ -39,18 +48,33 @@ func BenchmarkRunnerStep(b *testing.B) {
 	e := newEnv(b, script.String())
 	e.write("tiny.txt", "one line\n")
 	d := e.fleet(definition("bench", "read"))
+	svc, err := web.NewService(web.Config{Secrets: secret.Map{ghARN: "ghp_s3cret"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var scrubs atomic.Int64
+	e.local.Register(invoke.Webtools, func(ctx context.Context, payload []byte) ([]byte, error) {
+		scrubs.Add(1)
+		return svc.Invoke(ctx, payload)
+	})
+	ds := e.fleet(definition("bench-secrets", "read") + "[x-agentsfleet.secrets]\nGH = \"" + ghARN + "\"\n")
 
-	var runner, direct []float64
+	var runner, secrets, direct []float64
 	for range rounds {
 		// The runner's whole run, per step.
-		id := e.start(d, "read it")
-		t0 := time.Now()
-		if err := e.runner.Run(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		runner = append(runner, float64(time.Since(t0).Nanoseconds())/steps)
-		if run, _ := e.ended(id); run.Status != store.StatusSucceeded {
-			b.Fatalf("run %s", run.Status)
+		for _, c := range []struct {
+			d   *fleet.Definition
+			out *[]float64
+		}{{d, &runner}, {ds, &secrets}} {
+			id := e.start(c.d, "read it")
+			t0 := time.Now()
+			if err := e.runner.Run(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			*c.out = append(*c.out, float64(time.Since(t0).Nanoseconds())/steps)
+			if run, _ := e.ended(id); run.Status != store.StatusSucceeded {
+				b.Fatalf("run %s", run.Status)
+			}
 		}
 
 		// By hand: the same call straight to a sandbox, and one commit.
@@ -83,10 +107,15 @@ func BenchmarkRunnerStep(b *testing.B) {
 		direct = append(direct, float64(time.Since(t1).Nanoseconds())/steps)
 		e.sandbox.Release(ctx, hand.ID)
 	}
-	r, dd := median(runner), median(direct)
+	r, rs, dd := median(runner), median(secrets), median(direct)
 	b.ReportMetric(r, "runner-ns/step")
+	b.ReportMetric(rs, "secrets-ns/step")
 	b.ReportMetric(dd, "direct-ns/step")
 	b.ReportMetric(r/dd, "runner/direct")
+	b.ReportMetric(rs/dd, "secrets/direct")
+	// A turn's step and the end each scrub once; the fleet without secrets
+	// never does.
+	b.ReportMetric(float64(scrubs.Load())/float64(rounds*(steps+1)), "scrubs/step")
 
 	turns := e.turnWriteUnits(b, d, steps)
 	for _, n := range []int{1, 10, 30} {

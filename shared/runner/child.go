@@ -96,8 +96,11 @@ func (a *childAgent) load(ctx context.Context, x *execution) (bool, error) {
 func (a *childAgent) start(ctx context.Context, x *execution) error {
 	c := a.c
 	x.st.Messages = []model.Message{{Role: model.User, Content: []model.Part{{Text: c.Task}}}}
-	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning,
-		ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}))
+	started := run.ChildStarted{ChildID: c.ID, Status: store.ChildRunning, ParentID: c.ParentID, Depth: c.Depth, Task: c.Task, Tools: nonNil(c.Tools)}
+	var sc screen
+	sc.add(&started.Task)
+	x.screen(ctx, &sc) // the event's task; the child's model gets it whole
+	err := x.commit(ctx, store.Step{}, newEvent(run.EventChildStarted, started))
 	switch {
 	case errors.Is(err, store.ErrChildEnded):
 		x.gone(ctx)
@@ -144,12 +147,8 @@ func (a *childAgent) end(ctx context.Context, x *execution, status store.Status,
 	end := &store.ChildEnd{}
 	switch status {
 	case store.StatusSucceeded:
-		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, answer
+		ended.Status, end.Status, end.Result = store.ChildDone, store.ChildDone, cutUTF8(answer, run.MaxEventAnswer)
 		ended.Answer = answer
-		if len(answer) > run.MaxEventAnswer {
-			ended.Answer, ended.AnswerTruncated = cutUTF8(answer, run.MaxEventAnswer), true
-			end.Result = ended.Answer
-		}
 	case store.StatusFailed:
 		ended.Status, end.Status = store.ChildFailed, store.ChildFailed
 		if runErr != nil {
@@ -158,6 +157,17 @@ func (a *childAgent) end(ctx context.Context, x *execution, status store.Status,
 	default:
 		return a.endInterrupted(ctx, x, ended)
 	}
+	// child.ended is screened (and its answer cut); the result its parent
+	// reads is the parent's model's to see, and is screened in the
+	// parent's step that reads it.
+	var sc screen
+	sc.addCut(&ended.Answer, &ended.AnswerTruncated, run.MaxEventAnswer)
+	if ended.Error != nil {
+		e := *ended.Error
+		ended.Error = &e
+		sc.addLong(&e.Message)
+	}
+	x.screen(ctx, &sc)
 	a.ending = end
 	err := x.commit(ctx, store.Step{Spend: spend}, newEvent(run.EventChildEnded, ended))
 	a.ending = nil

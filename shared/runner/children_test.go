@@ -13,10 +13,13 @@ import (
 
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
 
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
 // byTask is a model fake that answers each conversation with the script of
@@ -607,6 +610,12 @@ hosts = ["api.github.com", "hooks.slack.com"]
 GH = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gh-AbCdEf"
 SLACK = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:slack-AbCdEf"
 `)
+	// A fleet with secrets has each step screened by the webtools function.
+	svc, err := web.NewService(web.Config{Secrets: secret.Map{ghARN: "ghp_gh", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:slack-AbCdEf": "xoxb-slack"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.local.Register(invoke.Webtools, svc.Invoke)
 	runID := e.start(d, "parent")
 	e.finish(runID)
 	res := e.agentResults(runID, "")

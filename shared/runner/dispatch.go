@@ -57,16 +57,23 @@ var concurrent = map[string]bool{
 func runsConcurrently(name string) bool { return concurrent[name] || control.Concurrent(name) }
 
 // followUp is what a call leaves to do once every call of its step has
-// run, in order: it returns the events that follow the call's tool.result.
-type followUp func() []store.NewEvent
+// run: its text joins the step's screen, and once that is screened done
+// applies it, in order, and returns the events that follow the call's
+// tool.result.
+type followUp interface {
+	screen(s *screen)
+	done() []store.NewEvent
+}
 
-// runTools runs calls, concurrent neighbours at once and every other
-// call alone in its turn, and returns their results in order with the
-// step's events: each tool.result and its call's follow-up events, then
-// the step's message.posted.
-func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []store.NewEvent) {
+// runTools runs calls, concurrent neighbours at once (at most
+// Config.ToolConcurrency of them, each of the others starting, in the
+// answer's order, as one before it returns) and every other call alone in
+// its turn, and returns their results in order with each call's follow-up
+// (nil for most) and the step's message.posted events.
+func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]model.ToolResult, []followUp, []store.NewEvent) {
 	results := make([]model.ToolResult, len(calls))
 	after := make([]followUp, len(calls))
+	slots := make(chan struct{}, x.r.cfg.ToolConcurrency)
 	for i := 0; i < len(calls); {
 		j := i + 1
 		if runsConcurrently(calls[i].Name) {
@@ -76,27 +83,17 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
+			slots <- struct{}{} // taken here, in order: the queue is the answer's
 			wg.Add(1)
 			go func() {
-				defer wg.Done()
+				defer func() { <-slots; wg.Done() }()
 				results[k], after[k] = x.runTool(ctx, k, calls[k])
 			}()
 		}
 		wg.Wait()
 		i = j
 	}
-	var events []store.NewEvent
-	for i, res := range results {
-		ev := run.ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
-		if len(ev.Output) > run.MaxEventOutput {
-			ev.Output, ev.Truncated = cutUTF8(ev.Output, run.MaxEventOutput), true
-		}
-		events = append(events, newEvent(run.EventToolResult, ev))
-		if after[i] != nil {
-			events = append(events, after[i]()...)
-		}
-	}
-	return results, append(events, x.takeMessages()...)
+	return results, after, x.takeMessages()
 }
 
 // runTool runs one call: checked against the allowlist and the tool's
@@ -149,23 +146,41 @@ func (x *execution) controlCall(ctx context.Context, caller control.Caller, call
 // an accepted plan is kept on the run as the call's follow-up.
 func (x *execution) caller(ctx context.Context, i int, after *followUp) control.Caller {
 	return control.Caller{
-		Plan:      func(a control.UpdatePlanArgs) { *after = func() []store.NewEvent { return x.setPlan(ctx, a) } },
+		Plan:      func(a control.UpdatePlanArgs) { *after = newPlan(ctx, x, a) },
 		Children:  children{x: x, call: i},
 		Schedules: x.schedules(i),
 		Thread:    messenger{x: x},
 	}
 }
 
-// setPlan keeps the plan on the run, shows it in the thread, and returns
-// its plan.updated.
-func (x *execution) setPlan(ctx context.Context, p control.UpdatePlanArgs) []store.NewEvent {
+// planSet is an accepted plan, the follow-up of its update_plan call:
+// screened with the step, then kept on the run, shown in the thread, and
+// recorded as plan.updated.
+type planSet struct {
+	ctx context.Context
+	x   *execution
+	up  *run.PlanUpdated
+}
+
+func newPlan(ctx context.Context, x *execution, p control.UpdatePlanArgs) *planSet {
 	up := &run.PlanUpdated{Explanation: p.Explanation, Plan: make([]run.PlanStep, len(p.Plan))}
 	for k, s := range p.Plan {
 		up.Plan[k] = run.PlanStep{Step: s.Step, Status: s.Status}
 	}
-	x.st.Plan = up
-	x.showPlan(ctx, up)
-	return []store.NewEvent{newEvent(run.EventPlanUpdated, up)}
+	return &planSet{ctx: ctx, x: x, up: up}
+}
+
+func (p *planSet) screen(s *screen) {
+	s.add(&p.up.Explanation)
+	for k := range p.up.Plan {
+		s.add(&p.up.Plan[k].Step)
+	}
+}
+
+func (p *planSet) done() []store.NewEvent {
+	p.x.st.Plan = p.up
+	p.x.showPlan(p.ctx, p.up)
+	return []store.NewEvent{newEvent(run.EventPlanUpdated, p.up)}
 }
 
 // idempotencyKey names call i of the step about to be committed by the

@@ -10,7 +10,8 @@
 //
 //	step 1   run.started; the input becomes the first message
 //	turn     the model's answer and the tool calls it asks for, run (read-only
-//	         neighbours at once) before the commit; the answer, the results,
+//	         neighbours at once, at most Config.ToolConcurrency of them, the
+//	         rest queued in order) before the commit; the answer, the results,
 //	         a tool.call and a tool.result event each (plan.updated for a
 //	         plan), the tokens and the calls spent — refused, with nothing
 //	         written, when the run was cancelled meanwhile or the budget is
@@ -53,7 +54,12 @@
 //
 // # Secrets
 //
-// The runner never holds a secret value: only the webtools function reads
-// them, and it screens what it returns. So no event, checkpoint or result
-// the runner writes can hold one.
+// The runner never reads a secret value: only the webtools function reads
+// them, and it screens what it returns. A value can still come in from
+// outside (a file in the sandbox, a command's output), so each step of a
+// fleet with secrets screens its new text — tool arguments and results,
+// the plan, the answer, a child's task and answer — in one scrub call
+// before its events are committed, posted in the thread or sent as the
+// callback, and withholds (replaces by a note saying why) what could not be
+// screened (see screen.go). The conversation is kept as the model saw it.
 package runner

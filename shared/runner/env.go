@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,9 +15,39 @@ import (
 // the checkpoints larger than an item and of the fleets' folders.
 const EnvCheckpointBucket = "AGENTSFLEET_CHECKPOINT_BUCKET"
 
-// Settings are the variables BucketFromEnv and LeaseFromEnv read, none
-// required.
-func Settings() []setting.Var { return []setting.Var{{Name: EnvCheckpointBucket}, {Name: EnvLease}} }
+// Settings are the variables BucketFromEnv, LeaseFromEnv and
+// ToolConcurrencyFromEnv read, none required.
+func Settings() []setting.Var {
+	return []setting.Var{{Name: EnvCheckpointBucket}, {Name: EnvLease}, {Name: EnvToolConcurrency}}
+}
+
+// EnvToolConcurrency is the runner function's setting for
+// Config.ToolConcurrency: how many tool calls of one model answer run at
+// once.
+const EnvToolConcurrency = "AGENTSFLEET_RUN_TOOL_CONCURRENCY"
+
+// DefaultToolConcurrency is how many tool calls of one model answer run at
+// once when Config.ToolConcurrency is 0.
+const DefaultToolConcurrency = 8
+
+// MaxToolConcurrency is the most EnvToolConcurrency may say.
+const MaxToolConcurrency = 64
+
+// ToolConcurrencyFromEnv reads Config.ToolConcurrency from
+// EnvToolConcurrency: 0 (DefaultToolConcurrency) when it is unset; a value
+// that is not a whole number from 1 to MaxToolConcurrency is an error
+// naming it.
+func ToolConcurrencyFromEnv(getenv func(string) string) (int, error) {
+	v := strings.TrimSpace(getenv(EnvToolConcurrency))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxToolConcurrency {
+		return 0, fmt.Errorf("%s=%q: want a whole number of tool calls from 1 to %d (default %d)", EnvToolConcurrency, v, MaxToolConcurrency, DefaultToolConcurrency)
+	}
+	return n, nil
+}
 
 // BucketFromEnv is the Config's Blobs and Folders in the bucket
 // EnvCheckpointBucket names, with an S3 client made from awsCfg; ok is

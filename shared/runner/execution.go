@@ -214,22 +214,49 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 		return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: fault.RunBudgetSpent.ID(), Message: msg})
 	}
 	x.st.Usage.ToolCalls += spend.ToolCalls
-	events := make([]store.NewEvent, 0, 2*len(calls))
-	for _, c := range calls {
-		tc := run.ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
-		events = append(events, newEvent(run.EventToolCall, tc))
+	tcs := make([]run.ToolCall, len(calls))
+	for i, c := range calls {
+		tcs[i] = run.ToolCall{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+		tc := tcs[i]
 		x.note(Note{Calling: &tc})
 	}
-	results, resultEvents := x.runTools(ctx, calls)
+	results, after, messages := x.runTools(ctx, calls)
 	if ctx.Err() != nil {
 		return true, x.interrupted(ctx, context.Cause(ctx))
 	}
+	// The conversation keeps the results whole, as the model got them.
 	parts := make([]model.Part, len(results))
 	for i := range results {
 		parts[i] = model.Part{ToolResult: &results[i]}
 	}
 	x.st.Messages = append(x.st.Messages, model.Message{Role: model.User, Content: parts})
-	err = x.commit(ctx, store.Step{Spend: spend, WhileRunning: true}, append(events, resultEvents...)...)
+	// What the step stores and sends is screened first, in one call.
+	trs := make([]run.ToolResult, len(results))
+	var sc screen
+	for i := range tcs {
+		sc.addJSON(&tcs[i].Arguments)
+	}
+	for i, res := range results {
+		trs[i] = run.ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
+		sc.addCut(&trs[i].Output, &trs[i].Truncated, run.MaxEventOutput)
+	}
+	for _, f := range after {
+		if f != nil {
+			f.screen(&sc)
+		}
+	}
+	x.screen(ctx, &sc) // what could not be screened is withheld
+	events := make([]store.NewEvent, 0, 2*len(calls)+len(messages))
+	for _, tc := range tcs {
+		events = append(events, newEvent(run.EventToolCall, tc))
+	}
+	for i := range trs {
+		events = append(events, newEvent(run.EventToolResult, trs[i]))
+		if after[i] != nil {
+			events = append(events, after[i].done()...)
+		}
+	}
+	err = x.commit(ctx, store.Step{Spend: spend, WhileRunning: true}, append(events, messages...)...)
 	switch {
 	case errors.Is(err, store.ErrRunEnded):
 		return true, x.end(ctx, store.StatusCancelled, "", nil)

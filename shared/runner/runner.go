@@ -49,6 +49,13 @@ type Config struct {
 	// Callbacks delivers runs' results to their callback_url as they end;
 	// nil sends none (a run that names one logs that it was not sent).
 	Callbacks *callback.Sender
+	// ToolConcurrency is how many tool calls of one model answer run at
+	// once, at most (of the calls that may run together: see runTools);
+	// the rest wait, in the answer's order. 0 means DefaultToolConcurrency
+	// (8); ToolConcurrencyFromEnv reads it. With the runner function's
+	// reserved concurrency it bounds how many webtools calls a deployment's
+	// runs make at once (infra/stack sizes webtools' reservation by it).
+	ToolConcurrency int
 	// MessageTimeout is how long the message tool waits for Slack to take
 	// a line; 0 means MessageTimeout (12 seconds).
 	MessageTimeout time.Duration
@@ -123,6 +130,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
+	}
+	if cfg.ToolConcurrency <= 0 {
+		cfg.ToolConcurrency = DefaultToolConcurrency
 	}
 	if cfg.ContextTokens <= 0 {
 		cfg.ContextTokens = 200_000

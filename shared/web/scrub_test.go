@@ -49,13 +49,56 @@ func TestScrub(t *testing.T) {
 	}
 }
 
+// TestScrubBatch: a batch is answered with each text screened on its own,
+// in order, the secrets read once; a value split across two texts is in
+// neither, and stays as it is.
+func TestScrubBatch(t *testing.T) {
+	t.Parallel()
+	ids, src := storeSecrets(t)
+	svc, err := web.NewService(web.Config{Secrets: src, Logger: quietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(ghToken) / 2
+	texts := []string{"token " + ghToken, "", "nothing here", "pass " + dbPass + " and " + ghToken, ghToken[:half], ghToken[half:]}
+	want := []string{"token «secret:GH_TOKEN»", "", "nothing here", "pass «secret:DB_PASS» and «secret:GH_TOKEN»", ghToken[:half], ghToken[half:]}
+	payload, _ := json.Marshal(wire.ScrubBatchRequest("acme", ids, texts))
+	out, err := svc.Invoke(t.Context(), payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Output  string `json:"output"`
+		IsError bool   `json:"is_error"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.IsError {
+		t.Fatalf("batch scrub answered %s, %v", out, err)
+	}
+	var got []string
+	if err := json.Unmarshal([]byte(res.Output), &got); err != nil {
+		t.Fatalf("batch scrub output %q is not a JSON array of strings: %v", res.Output, err)
+	}
+	if strings.Join(got, "\x00") != strings.Join(want, "\x00") || len(got) != len(want) {
+		t.Fatalf("batch scrub = %q\nwant %q", got, want)
+	}
+	if n := src.count(); n != len(ids) {
+		t.Errorf("the batch read secrets %d times, want each of the %d once", n, len(ids))
+	}
+
+	// An unreadable secret: an error answer, and no text comes back.
+	res2, err := svc.Call(t.Context(), wire.ScrubBatchRequest("acme", map[string]string{"GONE": "no/such/secret"}, []string{"the text"}))
+	if err != nil || !res2.IsError || strings.Contains(res2.Output, "the text") {
+		t.Fatalf("batch scrub with an unreadable secret = %+v, %v; want an error answer without the text", res2, err)
+	}
+}
+
 func TestScrubRefusals(t *testing.T) {
 	t.Parallel()
 	svc, err := web.NewService(web.Config{Secrets: secret.Map{}, Logger: quietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range []string{`{}`, `{"text": 3}`, `[]`, ``} {
+	for _, args := range []string{`{}`, `{"text": 3}`, `[]`, ``, `{"texts": "x"}`, `{"texts": [1]}`, `{"text": "a", "texts": ["b"]}`} {
 		res, err := svc.Call(t.Context(), wire.Request{Tool: wire.ToolScrub, Arguments: json.RawMessage(args)})
 		if err != nil || !res.IsError || !strings.Contains(res.Output, `{"text": "…"}`) {
 			t.Errorf("scrub(%s) = %+v, %v; want an error result", args, res, err)

@@ -76,6 +76,9 @@ func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 	if cfg.Lease, err = runner.LeaseFromEnv(getenv); err != nil {
 		return nil, err
 	}
+	if cfg.ToolConcurrency, err = runner.ToolConcurrencyFromEnv(getenv); err != nil {
+		return nil, err
+	}
 	k, ok, err := keeper.FromEnv(getenv, e.AWS, st, inv, log)
 	if err != nil {
 		return nil, err

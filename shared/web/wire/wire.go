@@ -63,9 +63,15 @@ const (
 //	 "secrets": {"API_KEY": "agentsfleet/acme/api-key"}, "fleet": "acme"}
 //	→ {"output": "call with «secret:API_KEY»", "is_error": false}
 //
-// Arguments that are not {"text": string} get an error Result. When a
-// secret cannot be read the call is a Go error and no text comes back: the
-// caller must not save text that could not be screened.
+// A batch, {"texts": ["…", "…"]} (ScrubBatchRequest), is screened the same
+// way, each text on its own, and answered with the JSON array of the
+// screened texts in their order as the output: the runner screens all of a
+// step's new text (answer, plan, tool arguments and results) in one call.
+//
+// Arguments that are neither {"text": string} nor {"texts": [string, …]}
+// get an error Result. When a secret cannot be read the answer is an error
+// Result naming it and no text comes back: the caller must not save text
+// that could not be screened.
 const ToolScrub = "scrub"
 
 // ScrubArgs are ToolScrub's arguments.
@@ -73,9 +79,24 @@ type ScrubArgs struct {
 	Text string `json:"text"`
 }
 
+// ScrubBatchArgs are ToolScrub's arguments for a batch.
+type ScrubBatchArgs struct {
+	Texts []string `json:"texts"`
+}
+
 // ScrubRequest is the Request scrubbing text of a fleet whose secrets map
 // names to Secrets Manager ids.
 func ScrubRequest(fleet string, secrets map[string]string, text string) Request {
 	args, _ := json.Marshal(ScrubArgs{Text: text}) // a string: cannot fail
+	return Request{Tool: ToolScrub, Arguments: args, Secrets: secrets, Fleet: fleet}
+}
+
+// ScrubBatchRequest is the Request scrubbing texts, each on its own, in one
+// call: its output is the JSON array of the screened texts, in order.
+func ScrubBatchRequest(fleet string, secrets map[string]string, texts []string) Request {
+	if texts == nil {
+		texts = []string{}
+	}
+	args, _ := json.Marshal(ScrubBatchArgs{Texts: texts}) // strings: cannot fail
 	return Request{Tool: ToolScrub, Arguments: args, Secrets: secrets, Fleet: fleet}
 }
