@@ -193,7 +193,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	if err != nil {
 		return nil, err
 	}
-	webCfg.Grants = grants.Store{St: s.Store}
+	webCfg.Grants = grants.New(s.Store)
 	webSvc, err := web.NewService(webCfg)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,6 @@ func New(_ context.Context, e deploy.Env) (*web.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Grants = grants.Store{St: st}
+	cfg.Grants = grants.New(st)
 	return web.NewService(cfg)
 }

@@ -10,6 +10,7 @@ package grants
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/run"
@@ -17,16 +18,35 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/web"
 )
 
-// Store is web.Grants over the table. It reads a run, its revision and,
-// for a child, the child: three GetItems per call.
-type Store struct{ St *store.Store }
+// Store is web.Grants over the table. It reads a run and, for a child, the
+// child on every call (their status decides); a revision never changes, so
+// each is read and parsed once per Store.
+type Store struct {
+	st *store.Store
 
-var _ web.Grants = Store{}
+	mu   sync.Mutex
+	defs map[revision]*fleet.Definition
+}
+
+type revision struct {
+	fleet string
+	n     int64
+}
+
+// maxDefs bounds the revisions a Store keeps; past it the cache starts over.
+const maxDefs = 256
+
+// New returns the grants of the table st.
+func New(st *store.Store) *Store { return &Store{st: st, defs: map[revision]*fleet.Definition{}} }
+
+var _ web.Grants = (*Store)(nil)
 
 // Grant returns what agent childID ("" for the run's own) of run runID
 // holds, refusing a run that has ended and a child that is not running.
-func (g Store) Grant(ctx context.Context, runID, childID string) (web.Grant, error) {
-	r, err := g.St.GetRun(ctx, runID)
+// The run's own grant shares its lists with the cached Definition: the
+// caller must not change them (web.Service only reads them).
+func (g *Store) Grant(ctx context.Context, runID, childID string) (web.Grant, error) {
+	r, err := g.st.GetRun(ctx, runID)
 	if err != nil {
 		return web.Grant{}, err
 	}
@@ -41,7 +61,7 @@ func (g Store) Grant(ctx context.Context, runID, childID string) (web.Grant, err
 	if childID == "" {
 		return out, nil
 	}
-	c, err := g.St.GetChild(ctx, runID, childID)
+	c, err := g.st.GetChild(ctx, runID, childID)
 	if err != nil {
 		return web.Grant{}, err
 	}
@@ -58,8 +78,8 @@ func (g Store) Grant(ctx context.Context, runID, childID string) (web.Grant, err
 }
 
 // FleetSecrets returns the secret ids of fleet's current Definition.
-func (g Store) FleetSecrets(ctx context.Context, name string) (map[string]string, error) {
-	rev, err := g.St.CurrentRevision(ctx, name)
+func (g *Store) FleetSecrets(ctx context.Context, name string) (map[string]string, error) {
+	rev, err := g.st.CurrentRevision(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -70,12 +90,28 @@ func (g Store) FleetSecrets(ctx context.Context, name string) (map[string]string
 	return def.Secrets, nil
 }
 
-func (g Store) definition(ctx context.Context, name string, n int64) (*fleet.Definition, error) {
-	rev, err := g.St.GetRevision(ctx, name, n)
+func (g *Store) definition(ctx context.Context, name string, n int64) (*fleet.Definition, error) {
+	key := revision{name, n}
+	g.mu.Lock()
+	def, ok := g.defs[key]
+	g.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	rev, err := g.st.GetRevision(ctx, name, n)
 	if err != nil {
 		return nil, err
 	}
-	return parse(rev)
+	if def, err = parse(rev); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	if len(g.defs) >= maxDefs {
+		clear(g.defs)
+	}
+	g.defs[key] = def
+	g.mu.Unlock()
+	return def, nil
 }
 
 func parse(rev store.Revision) (*fleet.Definition, error) {

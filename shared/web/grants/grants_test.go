@@ -63,7 +63,7 @@ func TestGrantIsThePinnedDefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	g := grants.Store{St: st}
+	g := grants.New(st)
 	got, err := g.Grant(ctx, r.ID, "")
 	if err != nil {
 		t.Fatal(err)
