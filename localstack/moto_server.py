@@ -9,14 +9,26 @@ are served on threads of their own (HTTP/1.1, kept alive, so that an idle
 or slow connection holds nobody else up), and a lock lets one request at a
 time into moto.
 
+DynamoDB also makes TransactWriteItems idempotent by its ClientRequestToken
+(which the AWS SDKs fill in and keep across their retries): a transaction
+repeated with the same token within ten minutes succeeds without being
+applied again, and one with the same token and other parameters is refused
+with IdempotentParameterMismatchException. moto applies every call, so a
+retry after a lost answer would fail the conditions its first attempt made
+true; Idempotent below does what DynamoDB does.
+
 Usage: moto_server.py [--host 127.0.0.1] [--port 0]
 Prints "listening on http://HOST:PORT" once the socket is bound.
 """
 
 import argparse
+import hashlib
+import io
+import json
 import signal
 import sys
 import threading
+import time
 
 from werkzeug.serving import make_server
 
@@ -31,20 +43,78 @@ class Handler(MotoRequestHandler):
     timeout = 60
 
 
+class Idempotent:
+    """DynamoDB's ClientRequestToken for TransactWriteItems, in front of
+    moto's app. Called inside the lock, so its cache needs none of its own."""
+
+    target = "DynamoDB_20120810.TransactWriteItems"
+    window = 600  # seconds, DynamoDB's idempotency window
+
+    def __init__(self, app):
+        self.app = app
+        self.seen = {}  # token -> (expires, digest, status, headers, body)
+
+    def __call__(self, environ, start_response):
+        if environ.get("HTTP_X_AMZ_TARGET") != self.target:
+            return list(self.app(environ, start_response))
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length)
+        environ["wsgi.input"] = io.BytesIO(raw)
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            request = None
+        token = request.get("ClientRequestToken") if isinstance(request, dict) else None
+        if not token:
+            return list(self.app(environ, start_response))
+        del request["ClientRequestToken"]
+        digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+        now = time.monotonic()
+        self.seen = {k: v for k, v in self.seen.items() if v[0] > now}
+        if token in self.seen:
+            _, was, status, headers, body = self.seen[token]
+            if was != digest:
+                return mismatch(start_response)
+            start_response(status, headers)
+            return [body]
+        answer = {}
+
+        def keep(status, headers, exc_info=None):
+            answer["status"], answer["headers"] = status, list(headers)
+            return start_response(status, headers, exc_info)
+
+        body = b"".join(self.app(environ, keep))
+        if answer.get("status", "").startswith("200"):
+            self.seen[token] = (now + self.window, digest, answer["status"], answer["headers"], body)
+        return [body]
+
+
+def mismatch(start_response):
+    body = json.dumps({
+        "__type": "com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",
+        "message": "The request uses the same client token as a previous, but non-identical request.",
+    }).encode()
+    start_response("400 Bad Request", [
+        ("Content-Type", "application/x-amz-json-1.0"),
+        ("Content-Length", str(len(body))),
+    ])
+    return [body]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     args = parser.parse_args()
 
-    app = DomainDispatcherApplication(create_backend_app)
+    app = Idempotent(DomainDispatcherApplication(create_backend_app))
     one_at_a_time = threading.Lock()
 
     def serialized(environ, start_response):
         # The whole answer is made inside the lock: moto's model is touched
         # by one request at a time, as DynamoDB's atomicity needs.
         with one_at_a_time:
-            return list(app(environ, start_response))
+            return app(environ, start_response)
 
     server = make_server(args.host, args.port, serialized, threaded=True,
                          request_handler=Handler)
