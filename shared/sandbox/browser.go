@@ -17,11 +17,21 @@ var screenshotText string
 
 // BrowserOpenArgs are browser_open's arguments.
 type BrowserOpenArgs struct {
+	// URL is the page to open: http or https.
 	URL string `json:"url"`
+	// Wait is what the call waits for before it answers: "load" (the
+	// default), "domcontentloaded", "networkidle", or else a CSS selector
+	// that must match a visible element.
+	Wait string `json:"wait,omitempty"`
 }
 
-// ScreenshotArgs are screenshot's arguments: none.
-type ScreenshotArgs struct{}
+// ScreenshotArgs are screenshot's arguments.
+type ScreenshotArgs struct {
+	// FullPage captures the whole page rather than the viewport.
+	FullPage bool `json:"full_page,omitempty"`
+	// Selector, when set, captures the first element it matches.
+	Selector string `json:"selector,omitempty"`
+}
 
 // BrowserOpen is browser_open's contract: opens a page in the headless
 // browser.

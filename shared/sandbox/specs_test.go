@@ -58,7 +58,7 @@ func TestArgumentErrors(t *testing.T) {
 		{wrap(sandbox.WriteStdin.Check), `{"session_id": "x1"}`, `write_stdin: argument "session_id" must be an integer, not a string`},
 		{wrap(sandbox.WriteStdin.Check), `{}`, `write_stdin: argument "session_id" is required`},
 		{wrap(sandbox.ExecCommand.Check), `{"cmd": "ls", "yield_time_ms": -1}`, `exec_command: argument "yield_time_ms" must be 0 or more, not -1`},
-		{wrap(sandbox.Screenshot.Check), `{"full": true}`, `screenshot: unknown argument "full": this tool takes no arguments`},
+		{wrap(sandbox.Screenshot.Check), `{"full": true}`, `screenshot: unknown argument "full"; the arguments are full_page and selector`},
 	}
 	for _, tt := range tests {
 		if got, ok := tt.check(json.RawMessage(tt.in)); ok || got != tt.want {

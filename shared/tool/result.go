@@ -2,13 +2,30 @@ package tool
 
 import "fmt"
 
-// Result is what a tool call returns to the model: text plus an error flag.
-// It is also the JSON answer of sandboxd and of the webtools λ:
-// {"output": "…", "is_error": false}.
+// Result is what a tool call returns to the model: text plus an error flag,
+// and for screenshot an image. It is also the JSON answer of sandboxd and
+// of the webtools λ: {"output": "…", "is_error": false, "image": {…}}.
 type Result struct {
 	Output  string `json:"output"`
 	IsError bool   `json:"is_error"`
+	// Image, when set, is a picture the tool made (screenshot's), shown to
+	// the model beside Output.
+	Image *Image `json:"image,omitempty"`
 }
+
+// Image is an encoded picture a tool made.
+type Image struct {
+	// MediaType is the encoding: ImagePNG.
+	MediaType string `json:"media_type"`
+	// Data is the encoded image: base64 in JSON.
+	Data []byte `json:"data"`
+	// Width and Height are its size in pixels.
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// ImagePNG is the media type of a PNG image.
+const ImagePNG = "image/png"
 
 // Text returns a normal result.
 func Text(output string) Result { return Result{Output: output} }
