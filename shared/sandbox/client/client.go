@@ -151,11 +151,14 @@ func New(cfg Config) (*Client, error) {
 
 // Pinned returns a client for a sandboxd that serves TLS with the key
 // derived from cfg.Token (`sandboxd serve --tls-from-token`, the image's
-// CMD): New(cfg) with cfg.Transport set to pin.Transport(cfg.Token), which
+// CMD): New(cfg) with cfg.Transport set to pin.Shared(cfg.Token), which
 // accepts that key alone and refuses every other certificate, one a
 // trusted CA signed included, before the token is sent. A refused sandbox
 // is ErrUnavailable, and also matches pin.ErrWrongKey. It refuses what New
 // refuses, a URL that is not https, and a cfg with a Transport of its own.
+// The clients of one sandbox share that transport and its kept
+// connections: a client made again for the sandbox, as a later invocation
+// of a warm runner makes one, calls without a new TLS handshake.
 func Pinned(cfg Config) (*Client, error) {
 	base, err := checkURL(cfg.URL, cfg.PlainHTTP)
 	if err != nil {
@@ -167,7 +170,7 @@ func Pinned(cfg Config) (*Client, error) {
 	if cfg.Transport != nil {
 		return nil, fmt.Errorf("sandbox client for %s: Pinned brings its own transport; use New for another", base)
 	}
-	cfg.Transport = pin.Transport(cfg.Token)
+	cfg.Transport = pin.Shared(cfg.Token)
 	return New(cfg)
 }
 

@@ -33,6 +33,18 @@
 // sealed even from someone who learns the token later); and a proxy or a
 // neighbour in the VPC cannot sit in the middle, since it holds no such key.
 //
+// Sessions resume: sandboxd seals its TLS 1.3 session tickets with a key
+// derived from the token as well (HKDF, info TicketInfo), and the runner's
+// configs of one token share a session cache (Shared also shares the kept
+// connections). A resumed handshake carries no certificate; it proves
+// instead that the peer opened the ticket, which takes the ticket key, so
+// the token, and VerifyConnection checks the certificate of the session's
+// first handshake again. A ticket is only ever offered under the pin of
+// the token it came with: another sandbox at the same address cannot open
+// it, the handshake is then a full one, and the pin refuses that sandbox.
+// The key exchange of a resumed handshake is still an ephemeral one, so
+// recorded traffic stays sealed as before.
+//
 // What it does not stop: anyone who knows the token can derive the key and
 // pose as the sandbox. The token is the secret, as it already is for the
 // API. The certificate, and so the public key, is not secret (any client

@@ -104,14 +104,42 @@ func (noRandom) Read([]byte) (int, error) {
 	return 0, errors.New("the sandbox certificate must not depend on randomness")
 }
 
+// TicketInfo is the HKDF info string of the session ticket key, versioned
+// as Info is.
+const TicketInfo = "agentsfleet sandboxd tls tickets v1"
+
+// ticketKey derives the key sandboxd seals its session tickets with from
+// token: only a holder of the token can open a ticket, so only one can
+// resume a session (see the package comment).
+func ticketKey(token string) ([32]byte, error) {
+	var key [32]byte
+	if err := wire.CheckToken(token); err != nil {
+		return key, fmt.Errorf("sandbox TLS ticket key: %w", err)
+	}
+	k, err := hkdf.Key(sha256.New, []byte(token), nil, TicketInfo, len(key))
+	if err != nil {
+		return key, fmt.Errorf("sandbox TLS ticket key: %w", err)
+	}
+	copy(key[:], k)
+	return key, nil
+}
+
 // ServerTLS is sandboxd's TLS for token: Certificate(token), TLS 1.3 only
-// (the client accepts nothing older).
+// (the client accepts nothing older), and session tickets sealed with the
+// key derived from token, so that a runner that connected once resumes
+// without a certificate and signature on its next connection.
 func ServerTLS(token string) (*tls.Config, error) {
 	cert, err := Certificate(token)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
+	key, err := ticketKey(token)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}
+	cfg.SetSessionTicketKeys([][32]byte{key})
+	return cfg, nil
 }
 
 // ClientTLS is the runner's TLS for the sandbox whose token is token: TLS
@@ -123,13 +151,30 @@ func ServerTLS(token string) (*tls.Config, error) {
 // the sandbox. With a token wire.CheckToken refuses, every handshake fails
 // (ErrBadToken).
 //
+// Sessions are resumed from tickets the sandbox issued: the configs of one
+// token share a session cache (sessionsFor), so that a new client for the
+// same sandbox, in a later invocation of a warm runner, resumes instead of
+// making a full handshake. A resumed handshake proves the peer opened the
+// ticket, whose key is derived from the token, and VerifyConnection checks
+// the certificate of the session's first handshake again.
+//
 // Each call returns a new config, which the caller may change (a
 // ServerName, say), but InsecureSkipVerify, VerifyConnection and
 // MinVersion are the pin: changed, it is gone.
 func ClientTLS(token string) *tls.Config {
+	var cache tls.ClientSessionCache
+	if wire.CheckToken(token) == nil {
+		cache = sessionsFor(token)
+	}
+	return clientTLS(token, cache)
+}
+
+// clientTLS is ClientTLS with the session cache given.
+func clientTLS(token string, cache tls.ClientSessionCache) *tls.Config {
 	want, err := PublicKey(token)
 	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
+		MinVersion:         tls.VersionTLS13,
+		ClientSessionCache: cache,
 		// The chain is not verified, on purpose: the pin replaces it.
 		// sandboxd's certificate is self-signed and names no host, so
 		// chain verification would refuse it; and what a CA vouches for is
@@ -172,16 +217,18 @@ func check(cs tls.ConnectionState, want ed25519.PublicKey) error {
 // TLS through ClientTLS(token), no proxy (the sandbox is reached directly;
 // the environment's HTTPS_PROXY has no business between them), and the
 // timeouts of http.DefaultTransport. Give it to client.Config.Transport,
-// or use client.Pinned. One Transport serves one sandbox; it is safe for
-// concurrent use.
-func Transport(token string) *http.Transport {
+// or use client.Pinned (which uses Shared). One Transport serves one
+// sandbox; it is safe for concurrent use.
+func Transport(token string) *http.Transport { return newTransport(ClientTLS(token)) }
+
+func newTransport(tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: (&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		TLSClientConfig:       ClientTLS(token),
+		TLSClientConfig:       tlsConfig,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		MaxIdleConnsPerHost:   16, // a run and its children call one sandbox at once
