@@ -107,10 +107,10 @@
 //   - {{child_id}}: the latest "child_id" in a tool result (the child a
 //     spawn_agent, delegate_agent or wait_agent answered about), to wait
 //     for, inspect or interrupt it.
-//   - {{last_image}}: the image of the latest tool results that has one
-//     (a screenshot), described as "1280×800 image/png, 86016 bytes,
+//   - {{last_image}}: the last image a tool result of the conversation
+//     holds (a screenshot), described as "1280×800 image/png, 86016 bytes,
 //     sha256 <hex>", so that a script or a test sees which picture the
-//     model was given; empty when none of them has one.
+//     model was given; empty when none holds one.
 //   - {{"text"}}: the quoted text itself, so {{"{{"}} writes a literal
 //     "{{".
 //

@@ -189,7 +189,7 @@ func readConversation(msgs []model.Message) *conversation {
 			continue
 		}
 		// A newer message of tool results replaces the last ones.
-		c.failed, c.lastError, c.lastImage = false, "", ""
+		c.failed, c.lastError = false, ""
 		for _, r := range results {
 			name := r.Name
 			if name == "" {

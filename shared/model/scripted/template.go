@@ -184,8 +184,7 @@ type conversation struct {
 	sessionID string
 	// childID is the latest "child_id" a child-agent tool answered.
 	childID string
-	// lastImage describes the image of the latest tool results that has
-	// one.
+	// lastImage describes the conversation's last tool result image.
 	lastImage string
 }
 

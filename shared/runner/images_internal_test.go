@@ -1,0 +1,87 @@
+package runner
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
+)
+
+func shot(id string, pic []byte, output string) model.Message {
+	return model.Message{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: id, Name: "screenshot", Output: output,
+		Image: &model.Image{MediaType: model.ImagePNG, Data: pic, Width: 320, Height: 200, Bytes: len(pic), Ref: "checkpoints/run/image-" + id + ".png"}}}}}
+}
+
+func call(id string) model.Message {
+	return model.Message{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: id, Name: "screenshot", Arguments: json.RawMessage(`{}`)}}}}
+}
+
+// TestCutOldOutputsDropsImages: cutting the conversation to fit the
+// context drops the images of older results, each replaced by a note
+// after its (cut) output, and keeps the recent ones; an image counts in
+// the estimate as its tokens.
+func TestCutOldOutputsDropsImages(t *testing.T) {
+	t.Parallel()
+	pic := modeltest.PNG(320, 200)
+	long := strings.Repeat("x", 5000)
+	x := &execution{st: &state{Messages: []model.Message{
+		text(model.User, "look"),
+		call("a"), shot("a", pic, long),
+		call("b"), shot("b", pic, "short"),
+		call("c"), shot("c", pic, "recent"),
+		call("d"), text(model.User, "the last"),
+	}}}
+	before := messageBytes(x.st.Messages[4])
+	if want := int64(len("short")) + 320*200/750*bytesPerToken; before != want {
+		t.Errorf("a result with an image counts %d bytes, want %d", before, want)
+	}
+	if !x.cutOldOutputs() {
+		t.Fatal("cutOldOutputs cut nothing")
+	}
+	for i, want := range map[int]string{2: "more bytes of this earlier output were cut", 4: "short\n[A 320×200 image (image/png) this call made was here; it was dropped"} {
+		r := x.st.Messages[i].Content[0].ToolResult
+		if r.Image != nil || !strings.Contains(r.Output, want) || !strings.HasSuffix(r.Output, "Take a new screenshot if you need to see the page again.]") {
+			t.Errorf("message %d: image kept %v, output %.200q…; want the image dropped and the output saying so", i, r.Image != nil, r.Output)
+		}
+	}
+	if r := x.st.Messages[6].Content[0].ToolResult; r.Image == nil || r.Output != "recent" {
+		t.Errorf("the recent result got image kept %v, output %q; want it whole", r.Image != nil, r.Output)
+	}
+	if after := messageBytes(x.st.Messages[4]); after >= before {
+		t.Errorf("the result counts %d bytes once its image is dropped, %d before", after, before)
+	}
+}
+
+// TestTurnsNameImages: the turns a step writes name each image by its
+// reference, never with its data, however large it is.
+func TestTurnsNameImages(t *testing.T) {
+	t.Parallel()
+	pic := modeltest.PNG(600, 600)
+	r := &Runner{cfg: Config{Blobs: &memBlobs{m: map[string][]byte{}}}}
+	s := &state{Messages: []model.Message{text(model.User, "look"), call("a"), shot("a", pic, "a page")}}
+	_, turns, err := r.encode(context.Background(), "checkpoints/run", 1, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 1 {
+		t.Fatalf("%d turns written, want 1", len(turns))
+	}
+	data := string(turns[0].Data)
+	if strings.Contains(data, base64.StdEncoding.EncodeToString(pic[64:88])) || len(data) > 2048 {
+		t.Errorf("the turn holds the image's data (%d bytes): %.300s", len(data), data)
+	}
+	var d turnData
+	var msgs []model.Message
+	if err := json.Unmarshal(turns[0].Data, &d); err != nil || json.Unmarshal(d.Messages, &msgs) != nil || len(msgs) != 3 {
+		t.Fatalf("the turn does not decode to 3 messages: %v: %s", err, data)
+	}
+	got := msgs[2].Content[0].ToolResult.Image
+	want := model.Image{MediaType: model.ImagePNG, Width: 320, Height: 200, Bytes: len(pic), Ref: "checkpoints/run/image-a.png"}
+	if got == nil || got.Data != nil || got.MediaType != want.MediaType || got.Width != want.Width || got.Height != want.Height || got.Bytes != want.Bytes || got.Ref != want.Ref {
+		t.Errorf("the turn's image got %+v, want %+v", got, want)
+	}
+}
