@@ -76,10 +76,14 @@ func (x *execution) fitContext(ctx context.Context) error {
 	if x.estimate() <= limit {
 		return nil
 	}
-	if x.cutOldOutputs() && x.estimate() <= limit {
-		x.r.log.Info("cut older tool outputs to fit the context", "run_id", x.run.ID)
-		x.st.LastInput = 0 // the count is stale; estimate from bytes until the next call
-		return nil
+	if x.cutOldOutputs() {
+		// The provider's count is of the conversation before the cut:
+		// estimate from bytes until the next call counts again.
+		x.st.LastInput = 0
+		if x.estimate() <= limit {
+			x.r.log.Info("cut older tool outputs to fit the context", "run_id", x.run.ID)
+			return nil
+		}
 	}
 	return x.summarise(ctx)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/model/anthropic"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -376,5 +378,117 @@ func TestScreenshotReachesAnthropic(t *testing.T) {
 	}
 	if total := want.InputTokens + want.OutputTokens; got.Spent.Tokens != total {
 		t.Errorf("tokens spent of the budget got %d, want %d", got.Spent.Tokens, total)
+	}
+}
+
+// cutScript calls screenshot, reads big.txt and two medium files, and
+// answers with the image it still has, if any.
+const cutScript = `
+[[turn]]
+[[turn.tool_call]]
+name = "screenshot"
+[[turn]]
+[[turn.tool_call]]
+name = "read"
+arguments = { path = "big.txt" }
+[[turn]]
+[[turn.tool_call]]
+name = "read"
+arguments = { path = "m1.txt" }
+[[turn]]
+[[turn.tool_call]]
+name = "read"
+arguments = { path = "m2.txt" }
+[[turn]]
+text = "done{{last_image}}"
+`
+
+// usageRecorder keeps the input tokens each call reported.
+type usageRecorder struct {
+	*recorder
+	mu    sync.Mutex
+	input []int64
+}
+
+func (u *usageRecorder) Converse(ctx context.Context, req model.Request) (model.Response, error) {
+	resp, err := u.recorder.Converse(ctx, req)
+	u.mu.Lock()
+	u.input = append(u.input, resp.Usage.InputTokens)
+	u.mu.Unlock()
+	return resp, err
+}
+
+// TestCutDropsOlderImages: once the conversation nears the context window,
+// cutting older outputs drops the screenshot too, for a note saying it was
+// there: the model's next call has no image, and the checkpoint no longer
+// names it (the event still does).
+func TestCutDropsOlderImages(t *testing.T) {
+	t.Parallel()
+	files := func(e *env) {
+		line := strings.Repeat("y", 99) + "\n"
+		e.write("big.txt", strings.Repeat(line, 120)) // some 3,000 tokens
+		e.write("m1.txt", strings.Repeat(line, 40))   // some 1,000 each
+		e.write("m2.txt", strings.Repeat(line, 40))
+	}
+	// A first run measures what the conversation takes before any result:
+	// the system prompt and the tools.
+	var probe *usageRecorder
+	pe, _, _ := imageEnv(t, cutScript, true, func(c *runner.Config) {
+		probe = &usageRecorder{recorder: &recorder{Model: c.Model}}
+		c.Model = probe
+	})
+	files(pe)
+	pid := pe.start(pe.fleet(definition("cut", "screenshot", "read")), "look, then read")
+	if err := pe.runner.Run(ctx, pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, end := pe.ended(pid); end.Answer != "done"+strings.TrimPrefix(sawScreenshot(), "saw ") {
+		t.Fatalf("the probe run answered %q, want the image seen to the end", end.Answer)
+	}
+	base := probe.input[0]
+	// Before the fourth call some base+4,100 tokens: under the limit.
+	// Before the fifth some base+5,100: over it; with the older outputs
+	// cut and the image dropped, some base+2,400: under it again.
+	limit := base + 4600
+	e, rec, _ := imageEnv(t, cutScript, true, func(c *runner.Config) { c.ContextTokens = limit * 10 / 8 })
+	files(e)
+	// The conversation is cut in place: look at the image as each call
+	// is made.
+	imaged := map[int]bool{}
+	rec.onCall = func(n int) {
+		if msgs := rec.call(n); len(msgs) > 2 {
+			imaged[n] = msgs[2].Content[0].ToolResult.Image != nil
+		}
+	}
+	id := e.start(e.fleet(definition("cut", "screenshot", "read")), "look, then read")
+	if err := e.runner.Run(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	run, end := e.ended(id)
+	if run.Status != store.StatusSucceeded || end.Answer != "done" {
+		t.Fatalf("run %s, answer %q, error %+v, inputs %v (base %d); want it succeeded without the image", run.Status, end.Answer, end.Error, probe.input, base)
+	}
+	if n := rec.calls(); n != 5 {
+		t.Fatalf("%d model calls, want 5 (no summary)", n)
+	}
+	if want := map[int]bool{2: true, 3: true, 4: true, 5: false}; !maps.Equal(imaged, want) {
+		t.Fatalf("the calls that had the image got %v, want %v", imaged, want)
+	}
+	got := rec.call(5)[2].Content[0].ToolResult
+	if !strings.Contains(got.Output, "[A 320×200 image (image/png) this call made was here; it was dropped to keep the conversation within the model's context.") {
+		t.Errorf("the fifth call's screenshot result got output %q; want it saying the image was dropped", got.Output)
+	}
+	ref := e.results(id)[0].Image
+	if ref == nil {
+		t.Fatal("the screenshot's tool.result lost its image")
+	}
+	turns, err := e.store.ListTurns(ctx, id, "", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range turns {
+		if strings.Contains(string(tn.Data), ref.Ref) {
+			t.Errorf("the turn of step %d still names the dropped image", tn.Step)
+		}
 	}
 }
