@@ -52,19 +52,19 @@ func (b *countedBlobs) reads(key string) int {
 	return b.gets[key]
 }
 
+// screenshotThen is a script that calls screenshot, reads each of paths
+// in a turn of its own, and answers answer.
+func screenshotThen(answer string, paths ...string) string {
+	script := "[[turn]]\n[[turn.tool_call]]\nname = \"screenshot\"\n"
+	for _, p := range paths {
+		script += fmt.Sprintf("[[turn]]\n[[turn.tool_call]]\nname = \"read\"\narguments = { path = %q }\n", p)
+	}
+	return script + fmt.Sprintf("[[turn]]\ntext = %q\n", answer)
+}
+
 // shotScript calls screenshot, then reads a.txt, then answers with the
 // image it was given.
-const shotScript = `
-[[turn]]
-[[turn.tool_call]]
-name = "screenshot"
-[[turn]]
-[[turn.tool_call]]
-name = "read"
-arguments = { path = "a.txt" }
-[[turn]]
-text = "saw {{last_image}}"
-`
+var shotScript = screenshotThen("saw {{last_image}}", "a.txt")
 
 // sawScreenshot is what shotScript answers when the model was given
 // runner.Screenshot.
@@ -383,25 +383,7 @@ func TestScreenshotReachesAnthropic(t *testing.T) {
 
 // cutScript calls screenshot, reads big.txt and two medium files, and
 // answers with the image it still has, if any.
-const cutScript = `
-[[turn]]
-[[turn.tool_call]]
-name = "screenshot"
-[[turn]]
-[[turn.tool_call]]
-name = "read"
-arguments = { path = "big.txt" }
-[[turn]]
-[[turn.tool_call]]
-name = "read"
-arguments = { path = "m1.txt" }
-[[turn]]
-[[turn.tool_call]]
-name = "read"
-arguments = { path = "m2.txt" }
-[[turn]]
-text = "done{{last_image}}"
-`
+var cutScript = screenshotThen("done{{last_image}}", "big.txt", "m1.txt", "m2.txt")
 
 // usageRecorder keeps the input tokens each call reported.
 type usageRecorder struct {
