@@ -75,7 +75,11 @@ func (x *execution) loadImages(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			data, err := x.r.getBlob(ctx, r.Image.Ref, "the image of tool call "+r.CallID)
+			var data []byte
+			err := errors.New("it was kept nowhere")
+			if r.Image.Ref != "" {
+				data, err = x.r.getBlob(ctx, r.Image.Ref, "the image of tool call "+r.CallID)
+			}
 			if err == nil && len(data) == 0 {
 				err = fmt.Errorf("the image of tool call %s in %s is empty", r.CallID, r.Image.Ref)
 			}

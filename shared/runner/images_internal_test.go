@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -83,5 +85,24 @@ func TestTurnsNameImages(t *testing.T) {
 	want := model.Image{MediaType: model.ImagePNG, Width: 320, Height: 200, Bytes: len(pic), Ref: "checkpoints/run/image-a.png"}
 	if got == nil || got.Data != nil || got.MediaType != want.MediaType || got.Width != want.Width || got.Height != want.Height || got.Bytes != want.Bytes || got.Ref != want.Ref {
 		t.Errorf("the turn's image got %+v, want %+v", got, want)
+	}
+}
+
+// TestLoadImages: the images a conversation read back from the checkpoint
+// names get their data from the bucket; one that cannot be read is
+// dropped, its result saying so, and the rest still load.
+func TestLoadImages(t *testing.T) {
+	t.Parallel()
+	pic := modeltest.PNG(320, 200)
+	blobs := &memBlobs{m: map[string][]byte{"checkpoints/run/image-a.png": pic}}
+	x := &execution{r: &Runner{cfg: Config{Blobs: blobs}, log: slog.New(slog.DiscardHandler)}}
+	x.st = &state{Messages: []model.Message{text(model.User, "look"), call("a"), shot("a", nil, "a page"), call("b"), shot("b", nil, "gone")}}
+	x.loadImages(context.Background())
+	if img := x.st.Messages[2].Content[0].ToolResult.Image; img == nil || !bytes.Equal(img.Data, pic) {
+		t.Errorf("image a was not read back")
+	}
+	r := x.st.Messages[4].Content[0].ToolResult
+	if r.Image != nil || !strings.HasPrefix(r.Output, "gone\n[The image this call made could not be read back, and was dropped: read the image of tool call b from checkpoints/run/image-b.png:") {
+		t.Errorf("image b: kept %v, output %q; want it dropped, saying why", r.Image != nil, r.Output)
 	}
 }
