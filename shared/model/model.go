@@ -106,8 +106,17 @@ const (
 	ImageWebP = "image/webp"
 )
 
-// Check reports what makes img unsendable to a model: no data, or a media
-// type outside the four above. nil means it can be sent.
+// The largest image every provider takes: Bedrock's Converse takes at
+// most 3.75 MB an image (Anthropic's API 5 MB, OpenAI's more), and
+// Anthropic refuses a side longer than 8,000 pixels.
+const (
+	MaxImageBytes = 3_750_000
+	MaxImageSide  = 8000
+)
+
+// Check reports what makes img unsendable to a model: no data, a media
+// type outside the four above, more than MaxImageBytes or a side longer
+// than MaxImageSide. nil means it can be sent.
 func (img *Image) Check() error {
 	switch img.MediaType {
 	case ImagePNG, ImageJPEG, ImageGIF, ImageWebP:
@@ -120,6 +129,12 @@ func (img *Image) Check() error {
 			return fmt.Errorf("image %s has no data: it was not read back from where it is kept", img.Ref)
 		}
 		return errors.New("image has no data")
+	}
+	if len(img.Data) > MaxImageBytes {
+		return fmt.Errorf("image is %d bytes; a model takes at most %d", len(img.Data), MaxImageBytes)
+	}
+	if img.Width > MaxImageSide || img.Height > MaxImageSide {
+		return fmt.Errorf("image is %d×%d pixels; a model takes at most %d a side", img.Width, img.Height, MaxImageSide)
 	}
 	return nil
 }

@@ -106,3 +106,29 @@ func TestLoadImages(t *testing.T) {
 		t.Errorf("image b: kept %v, output %q; want it dropped, saying why", r.Image != nil, r.Output)
 	}
 }
+
+// TestKeepImagesLeavesOutWhatNoModelTakes: an image no model would take
+// (a full-page screenshot taller than a model's limit, a format none
+// reads) is left out of its result, which says why, instead of failing
+// every later model call of the run.
+func TestKeepImagesLeavesOutWhatNoModelTakes(t *testing.T) {
+	t.Parallel()
+	blobs := &memBlobs{m: map[string][]byte{}}
+	x := &execution{r: &Runner{cfg: Config{Blobs: blobs}, log: slog.New(slog.DiscardHandler)}}
+	results := []model.ToolResult{
+		{CallID: "tall", Output: "a long page", Image: &model.Image{MediaType: model.ImagePNG, Data: modeltest.PNG(2, 2), Width: 1280, Height: 9000}},
+		{CallID: "bmp", Output: "a bitmap", Image: &model.Image{MediaType: "image/bmp", Data: []byte("BM"), Width: 2, Height: 2}},
+	}
+	x.keepImages(context.Background(), results)
+	for i, want := range []string{
+		"a long page\n[The image this call made was left out: image is 1280×9000 pixels; a model takes at most 8000 a side]",
+		`a bitmap` + "\n" + `[The image this call made was left out: image has media type "image/bmp"; a model takes image/png, image/jpeg, image/gif or image/webp]`,
+	} {
+		if r := results[i]; r.Image != nil || r.Output != want {
+			t.Errorf("result %s: kept %v, output %q; want %q", r.CallID, r.Image != nil, r.Output, want)
+		}
+	}
+	if len(blobs.m) != 0 {
+		t.Errorf("%d blobs written, want none", len(blobs.m))
+	}
+}

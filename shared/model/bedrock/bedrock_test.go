@@ -822,7 +822,8 @@ func TestConverseRefusesBadImages(t *testing.T) {
 	}{
 		{"no data", model.Image{MediaType: model.ImagePNG, Ref: "checkpoints/r/a.png"}, "image checkpoints/r/a.png has no data"},
 		{"a bitmap", model.Image{MediaType: "image/bmp", Data: []byte("BM")}, `image has media type "image/bmp"`},
-		{"over 3.75 MB", model.Image{MediaType: model.ImagePNG, Data: make([]byte, 3_750_001)}, "image is 3750001 bytes; Bedrock takes at most 3750000"},
+		{"over 3.75 MB", model.Image{MediaType: model.ImagePNG, Data: make([]byte, 3_750_001)}, "image is 3750001 bytes; a model takes at most 3750000"},
+		{"over 8000 pixels high", model.Image{MediaType: model.ImagePNG, Data: []byte("\x89PNG"), Width: 1280, Height: 8001}, "image is 1280×8001 pixels; a model takes at most 8000 a side"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

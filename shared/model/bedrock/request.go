@@ -166,20 +166,13 @@ func message(msg model.Message, status bool) (types.Message, error) {
 	return out, nil
 }
 
-// maxImageBytes is the most an image may be: "The maximum size of an
-// image is 3.75 MB" (Bedrock's Converse reference, ImageBlock). A larger
-// one is refused here, saying so, rather than by Bedrock on every later
-// call of the conversation.
-const maxImageBytes = 3_750_000
-
 // imageBlock is img as a tool result's image block: its format and its
 // bytes, which the SDK sends base64-encoded.
 func imageBlock(img *model.Image) (types.ToolResultContentBlock, error) {
+	// Check refuses one over Bedrock's 3.75 MB before it is sent, rather
+	// than Bedrock on every later call of the conversation.
 	if err := img.Check(); err != nil {
 		return nil, err
-	}
-	if len(img.Data) > maxImageBytes {
-		return nil, fmt.Errorf("image is %d bytes; Bedrock takes at most %d", len(img.Data), maxImageBytes)
 	}
 	return &types.ToolResultContentBlockMemberImage{Value: types.ImageBlock{
 		Format: types.ImageFormat(img.Format()),
