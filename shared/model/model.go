@@ -6,8 +6,8 @@
 // (model/scripted). Settings picks one from the environment.
 //
 // A conversation is provider-neutral: messages of text, tool calls and tool
-// results, which may carry an image (a screenshot). Each provider translates it to its own wire form and back, and
-// reports token usage. Errors carry whether a retry may succeed (rate
+// results, which may carry an image (a screenshot). Each provider
+// translates it to its own wire form and back, and reports token usage. Errors carry whether a retry may succeed (rate
 // limits, overload, 5xx), and WithRetry retries those with backoff inside
 // the caller's deadline.
 package model

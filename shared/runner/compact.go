@@ -15,9 +15,9 @@ import (
 // A long run must not fail for length. Before each model call the runner
 // estimates how full the model's context window is; past fillRatio of it,
 // it first cuts the outputs of older tool calls and drops their images
-// (the model has acted on them), and if that is not enough it has the model summarise the
-// conversation so far and goes on from the summary, as Codex's compaction
-// does.
+// (the model has acted on them), and if that is not enough it has the
+// model summarise the conversation so far and goes on from the summary, as
+// Codex's compaction does.
 const (
 	fillRatio = 0.8
 	// keepRecent is how many of the last messages keep their tool outputs
