@@ -7,9 +7,9 @@
 //
 // A conversation is provider-neutral: messages of text, tool calls and tool
 // results, which may carry an image (a screenshot). Each provider
-// translates it to its own wire form and back, and reports token usage. Errors carry whether a retry may succeed (rate
-// limits, overload, 5xx), and WithRetry retries those with backoff inside
-// the caller's deadline.
+// translates it to its own wire form and back, and reports token usage.
+// Errors carry whether a retry may succeed (rate limits, overload, 5xx),
+// and WithRetry retries those with backoff inside the caller's deadline.
 package model
 
 import (
