@@ -96,7 +96,7 @@ func (v *textView) childNote(n runner.Note) {
 		if r.IsError {
 			mark = "✗"
 		}
-		fmt.Fprintf(v.out, "  %s   %s %s: %s\n", who, mark, r.Name, clipLine(firstLine(r.Output), 90))
+		fmt.Fprintf(v.out, "  %s   %s %s: %s%s\n", who, mark, r.Name, clipLine(firstLine(r.Output), 90), imageNote(r.Image))
 	case n.Event != nil && n.Event.Type == afrun.EventChildStarted:
 		v.spin(false)
 		v.endText()
@@ -134,7 +134,7 @@ func (v *textView) event(ev *afrun.Event) {
 		if lines > 1 {
 			summary += fmt.Sprintf("  (%d lines)", lines)
 		}
-		fmt.Fprintf(v.out, "  %s %s: %s\n", mark, r.Name, summary)
+		fmt.Fprintf(v.out, "  %s %s: %s%s\n", mark, r.Name, summary, imageNote(r.Image))
 	case afrun.EventPlanUpdated:
 		var p afrun.PlanUpdated
 		json.Unmarshal(ev.Data, &p)
@@ -194,6 +194,25 @@ func (v *textView) spin(on bool) {
 			}
 		}
 	}()
+}
+
+// imageNote is how a result's image shows: its size and weight, never
+// its pixels (the event names it by its key in the checkpoint bucket,
+// which --output json prints); "" for none.
+func imageNote(img *afrun.ImageRef) string {
+	if img == nil {
+		return ""
+	}
+	var weight string
+	switch b := img.Bytes; {
+	case b < 1<<10:
+		weight = fmt.Sprintf("%d B", b)
+	case b < 1<<20:
+		weight = fmt.Sprintf("%d KB", (b+1<<9)>>10)
+	default:
+		weight = fmt.Sprintf("%.1f MB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("  [image %d×%d, %s]", img.Width, img.Height, weight)
 }
 
 func firstLine(s string) string {

@@ -45,3 +45,42 @@ func TestTextViewShowsChildrenApart(t *testing.T) {
 		t.Errorf("the child's text showed, or the answer was printed twice:\n%s", got)
 	}
 }
+
+// TestTextViewShowsImagesByReference: a result with an image shows its
+// size and weight on the result's line, for the run's agent and a child's;
+// --output json prints the event as it came, its image a reference.
+func TestTextViewShowsImagesByReference(t *testing.T) {
+	t.Parallel()
+	img := &afrun.ImageRef{Ref: "checkpoints/run_1/image-000000000001-0-X.png", MediaType: "image/png", Width: 1280, Height: 800, Bytes: 87_040}
+	data, _ := json.Marshal(afrun.ToolResult{CallID: "c1", Name: "screenshot", Output: "1280×800 screenshot of http://app.test/", Image: img})
+	var out strings.Builder
+	v := newTextView(&out, false)
+	v.note(runner.Note{Event: &afrun.Event{Type: afrun.EventToolResult, Data: data}})
+	v.note(runner.Note{Agent: "child_ABC", Event: &afrun.Event{Type: afrun.EventToolResult, Data: data}})
+	for _, want := range []string{
+		"  ✓ screenshot: 1280×800 screenshot of http://app.test/  [image 1280×800, 85 KB]\n",
+		"  [child_ABC]   ✓ screenshot: 1280×800 screenshot of http://app.test/  [image 1280×800, 85 KB]\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the view lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, tt := range []struct {
+		bytes int
+		want  string
+	}{{900, "900 B"}, {1 << 10, "1 KB"}, {1536, "2 KB"}, {3 << 20, "3.0 MB"}} {
+		if got := imageNote(&afrun.ImageRef{Width: 1, Height: 2, Bytes: tt.bytes}); got != "  [image 1×2, "+tt.want+"]" {
+			t.Errorf("imageNote of %d bytes got %q, want %q", tt.bytes, got, tt.want)
+		}
+	}
+	if imageNote(nil) != "" {
+		t.Errorf("imageNote(nil) got %q, want none", imageNote(nil))
+	}
+	var js strings.Builder
+	(&session{json: true, out: &js}).viewer()(afrun.Event{Seq: 7, Type: afrun.EventToolResult, Time: "2026-12-02T04:00:00Z", Data: data})
+	want := `{"seq":7,"type":"tool.result","time":"2026-12-02T04:00:00Z","data":{"call_id":"c1","name":"screenshot","output":"1280×800 screenshot of http://app.test/","is_error":false,` +
+		`"image":{"ref":"checkpoints/run_1/image-000000000001-0-X.png","media_type":"image/png","width":1280,"height":800,"bytes":87040}}}` + "\n"
+	if js.String() != want {
+		t.Errorf("--output json printed\n%s\nwant\n%s", js.String(), want)
+	}
+}

@@ -6,10 +6,10 @@
 // (model/scripted). Settings picks one from the environment.
 //
 // A conversation is provider-neutral: messages of text, tool calls and tool
-// results. Each provider translates it to its own wire form and back, and
-// reports token usage. Errors carry whether a retry may succeed (rate
-// limits, overload, 5xx), and WithRetry retries those with backoff inside
-// the caller's deadline.
+// results, which may carry an image (a screenshot). Each provider
+// translates it to its own wire form and back, and reports token usage.
+// Errors carry whether a retry may succeed (rate limits, overload, 5xx),
+// and WithRetry retries those with backoff inside the caller's deadline.
 package model
 
 import (
@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -68,6 +69,81 @@ type ToolResult struct {
 	Name    string `json:"name"`
 	Output  string `json:"output"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Image, when set, is a picture the tool made (a screenshot), which
+	// the model is shown with Output.
+	Image *Image `json:"image,omitempty"`
+}
+
+// Image is an encoded picture in a tool result.
+//
+// Its JSON form is a reference, never the pixels: Data is left out, so
+// that a conversation persisted as JSON (the runner's checkpoint) names
+// the image by Ref and the holder reads Data back from where Ref says
+// before the conversation goes to a model again. A provider refuses an
+// image without Data.
+type Image struct {
+	// MediaType is the encoding: "image/png", "image/jpeg", "image/gif"
+	// or "image/webp", the types every provider takes.
+	MediaType string `json:"media_type"`
+	// Data is the encoded image; not in the JSON form.
+	Data []byte `json:"-"`
+	// Width and Height are its size in pixels.
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	// Ref names where the image is kept (the runner's checkpoint bucket
+	// key); empty while it is kept nowhere.
+	Ref string `json:"ref,omitempty"`
+	// Bytes is len(Data), kept with the reference.
+	Bytes int `json:"bytes"`
+}
+
+// The media types an Image may have: those Bedrock, Anthropic and
+// OpenAI-compatible servers all take.
+const (
+	ImagePNG  = "image/png"
+	ImageJPEG = "image/jpeg"
+	ImageGIF  = "image/gif"
+	ImageWebP = "image/webp"
+)
+
+// The largest image every provider takes: Bedrock's Converse takes at
+// most 3.75 MB an image (Anthropic's API 5 MB, OpenAI's more), and
+// Anthropic refuses a side longer than 8,000 pixels.
+const (
+	MaxImageBytes = 3_750_000
+	MaxImageSide  = 8000
+)
+
+// Check reports what makes img unsendable to a model: no data, a media
+// type outside the four above, more than MaxImageBytes or a side longer
+// than MaxImageSide. nil means it can be sent.
+func (img *Image) Check() error {
+	switch img.MediaType {
+	case ImagePNG, ImageJPEG, ImageGIF, ImageWebP:
+	default:
+		return fmt.Errorf("image has media type %q; a model takes %s, %s, %s or %s",
+			img.MediaType, ImagePNG, ImageJPEG, ImageGIF, ImageWebP)
+	}
+	if len(img.Data) == 0 {
+		if img.Ref != "" {
+			return fmt.Errorf("image %s has no data: it was not read back from where it is kept", img.Ref)
+		}
+		return errors.New("image has no data")
+	}
+	if len(img.Data) > MaxImageBytes {
+		return fmt.Errorf("image is %d bytes; a model takes at most %d", len(img.Data), MaxImageBytes)
+	}
+	if img.Width > MaxImageSide || img.Height > MaxImageSide {
+		return fmt.Errorf("image is %d×%d pixels; a model takes at most %d a side", img.Width, img.Height, MaxImageSide)
+	}
+	return nil
+}
+
+// Format is the image's format as a short name: "png", "jpeg", "gif" or
+// "webp" (Bedrock's ImageFormat values).
+func (img *Image) Format() string {
+	_, f, _ := strings.Cut(img.MediaType, "/")
+	return f
 }
 
 // Tool is a tool offered to the model.

@@ -31,13 +31,29 @@ type ToolCall struct {
 }
 
 // ToolResult is tool.result's data. Output is cut at MaxEventOutput bytes
-// (the model got it whole); Truncated says so.
+// (the model got it whole); Truncated says so. Image is the picture the
+// call made (a screenshot), by reference: an event is a DynamoDB item and
+// API output, and never holds the image's data.
 type ToolResult struct {
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Output    string `json:"output"`
-	IsError   bool   `json:"is_error"`
-	Truncated bool   `json:"truncated,omitempty"`
+	CallID    string    `json:"call_id"`
+	Name      string    `json:"name"`
+	Output    string    `json:"output"`
+	IsError   bool      `json:"is_error"`
+	Truncated bool      `json:"truncated,omitempty"`
+	Image     *ImageRef `json:"image,omitempty"`
+}
+
+// ImageRef is an image a tool made, as events name it: where it is kept
+// and what it is.
+type ImageRef struct {
+	// Ref is the image's object key in the stack's checkpoint bucket,
+	// which expires it with the run's checkpoints.
+	Ref       string `json:"ref"`
+	MediaType string `json:"media_type"`
+	Width     int    `json:"width"`
+	Height    int    `json:"height"`
+	// Bytes is the size of the encoded image.
+	Bytes int `json:"bytes"`
 }
 
 // MaxEventOutput is how much of a tool's output an event keeps.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
+	"path"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -16,8 +18,8 @@ type S3API interface {
 	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 }
 
-// S3Blobs keeps large checkpoints in an S3 bucket (the stack's, with a
-// lifecycle rule that expires them).
+// S3Blobs keeps large checkpoints, and the images of tool results, in an
+// S3 bucket (the stack's, with a lifecycle rule that expires them).
 type S3Blobs struct {
 	Client S3API
 	Bucket string
@@ -25,10 +27,15 @@ type S3Blobs struct {
 
 var _ BlobStore = S3Blobs{}
 
-// Put writes data under key.
+// Put writes data under key, its content type the one key's extension
+// names (.json for checkpoints and turns, .png for a screenshot).
 func (b S3Blobs) Put(ctx context.Context, key string, data []byte) error {
+	ctype := mime.TypeByExtension(path.Ext(key))
+	if ctype == "" {
+		ctype = "application/octet-stream"
+	}
 	_, err := b.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(key),
-		Body: bytes.NewReader(data), ContentType: aws.String("application/json")})
+		Body: bytes.NewReader(data), ContentType: aws.String(ctype)})
 	if err != nil {
 		return fmt.Errorf("put s3://%s/%s: %w", b.Bucket, key, err)
 	}

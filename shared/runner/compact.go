@@ -14,10 +14,10 @@ import (
 
 // A long run must not fail for length. Before each model call the runner
 // estimates how full the model's context window is; past fillRatio of it,
-// it first cuts the outputs of older tool calls (the model has acted on
-// them), and if that is not enough it has the model summarise the
-// conversation so far and goes on from the summary, as Codex's compaction
-// does.
+// it first cuts the outputs of older tool calls and drops their images
+// (the model has acted on them), and if that is not enough it has the
+// model summarise the conversation so far and goes on from the summary, as
+// Codex's compaction does.
 const (
 	fillRatio = 0.8
 	// keepRecent is how many of the last messages keep their tool outputs
@@ -62,6 +62,9 @@ func messageBytes(m model.Message) int64 {
 		}
 		if p.ToolResult != nil {
 			n += int64(len(p.ToolResult.Output))
+			if img := p.ToolResult.Image; img != nil {
+				n += imageTokens(img) * bytesPerToken
+			}
 		}
 	}
 	return n
@@ -73,27 +76,37 @@ func (x *execution) fitContext(ctx context.Context) error {
 	if x.estimate() <= limit {
 		return nil
 	}
-	if x.cutOldOutputs() && x.estimate() <= limit {
-		x.r.log.Info("cut older tool outputs to fit the context", "run_id", x.run.ID)
-		x.st.LastInput = 0 // the count is stale; estimate from bytes until the next call
-		return nil
+	if x.cutOldOutputs() {
+		// The provider's count is of the conversation before the cut:
+		// estimate from bytes until the next call counts again.
+		x.st.LastInput = 0
+		if x.estimate() <= limit {
+			x.r.log.Info("cut older tool outputs to fit the context", "run_id", x.run.ID)
+			return nil
+		}
 	}
 	return x.summarise(ctx)
 }
 
 // cutOldOutputs cuts the tool outputs of all but the last keepRecent
-// messages. It reports whether it cut anything.
+// messages, and drops their images. It reports whether it cut anything.
 func (x *execution) cutOldOutputs() bool {
 	cut := false
 	for i := 0; i < len(x.st.Messages)-keepRecent; i++ {
 		for _, p := range x.st.Messages[i].Content {
 			r := p.ToolResult
-			if r == nil || len(r.Output) <= cutOutputTo+200 {
+			if r == nil {
 				continue
 			}
-			r.Output = fmt.Sprintf("%s\n[… %d more bytes of this earlier output were cut to keep the conversation within the model's context; run the tool again if you need them]",
-				cutUTF8(r.Output, cutOutputTo), len(r.Output)-len(cutUTF8(r.Output, cutOutputTo)))
-			cut = true
+			if len(r.Output) > cutOutputTo+200 {
+				r.Output = fmt.Sprintf("%s\n[… %d more bytes of this earlier output were cut to keep the conversation within the model's context; run the tool again if you need them]",
+					cutUTF8(r.Output, cutOutputTo), len(r.Output)-len(cutUTF8(r.Output, cutOutputTo)))
+				cut = true
+			}
+			if r.Image != nil {
+				dropImage(r)
+				cut = true
+			}
 		}
 	}
 	return cut
@@ -118,6 +131,9 @@ func (x *execution) summarise(ctx context.Context) error {
 				out := p.ToolResult.Output
 				if len(out) > 4*cutOutputTo {
 					out = cutUTF8(out, 4*cutOutputTo) + " […]"
+				}
+				if img := p.ToolResult.Image; img != nil {
+					out += fmt.Sprintf(" [and a %d×%d image]", img.Width, img.Height)
 				}
 				fmt.Fprintf(&transcript, "[tool result %s] %s\n\n", p.ToolResult.Name, out)
 			}

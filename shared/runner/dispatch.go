@@ -101,7 +101,7 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 // error result the model sees, so the run goes on.
 func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, followUp) {
 	out := model.ToolResult{CallID: call.ID, Name: call.Name}
-	set := func(r tool.Result) { out.Output, out.IsError = r.Output, r.IsError }
+	set := func(r tool.Result) { out.Output, out.IsError, out.Image = r.Output, r.IsError, modelImage(r.Image) }
 	e, ok := x.tools.entries[call.Name]
 	if !ok {
 		if len(x.def.Tools) == 0 {
@@ -212,7 +212,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 		if note := x.takeFolderNote(); note != "" {
 			res.Output = note + res.Output
 		}
-		return res
+		return testHookSandboxResult(call.Name, res)
 	case errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil:
 		x.r.log.Warn("sandbox stopped answering", "run_id", x.run.ID, "sandbox", sb.ID, "error", err)
 		x.dropSandbox(ctx, sb)
@@ -223,6 +223,11 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	}
 	return tool.Errorf("%s: %v", call.Name, err)
 }
+
+// testHookSandboxResult lets the runner's tests stand for a sandbox whose
+// browser answers screenshot with an image; it returns res unchanged
+// outside them.
+var testHookSandboxResult = func(name string, res tool.Result) tool.Result { return res }
 
 func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error) {
 	x.mu.Lock()

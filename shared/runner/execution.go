@@ -154,6 +154,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	if err := x.fitContext(ctx); err != nil || x.st.Ended != nil {
 		return true, err
 	}
+	x.loadImages(ctx)
 	x.note(Note{Thinking: true})
 	resp, err := x.r.cfg.Model.Converse(ctx, model.Request{
 		Model:     x.modelID(),
@@ -224,7 +225,9 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 	if ctx.Err() != nil {
 		return true, x.interrupted(ctx, context.Cause(ctx))
 	}
-	// The conversation keeps the results whole, as the model got them.
+	// The conversation keeps the results whole, as the model got them,
+	// and their images by reference.
+	x.keepImages(ctx, results)
 	parts := make([]model.Part, len(results))
 	for i := range results {
 		parts[i] = model.Part{ToolResult: &results[i]}
@@ -237,7 +240,7 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 		sc.addJSON(&tcs[i].Arguments)
 	}
 	for i, res := range results {
-		trs[i] = run.ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError}
+		trs[i] = run.ToolResult{CallID: res.CallID, Name: res.Name, Output: res.Output, IsError: res.IsError, Image: imageRef(res.Image)}
 		sc.addCut(&trs[i].Output, &trs[i].Truncated, run.MaxEventOutput)
 	}
 	for _, f := range after {

@@ -30,7 +30,9 @@ type Config struct {
 	// Invoker calls the webtools function and starts the runner again
 	// (invoke.Runner) when an invocation nears its deadline.
 	Invoker invoke.Invoker
-	// Blobs keeps checkpoints too large for an item; nil: none.
+	// Blobs keeps checkpoints too large for an item and the images of tool
+	// results (screenshots); nil: none, and a tool's image is left out of
+	// its result, which says so.
 	Blobs BlobStore
 	// Folders keeps each fleet's folder (/agent) between runs, for
 	// sandboxes that start without it: restored right after a run's

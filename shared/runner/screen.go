@@ -28,6 +28,12 @@ import (
 // tool can only give back a value that reached the sandbox from outside.
 // The conversation is the runner's alone; what the model makes of it
 // leaves through the screened answer, events and posts.
+//
+// A tool's image (a screenshot) cannot be screened: the screen reads text,
+// not pixels, and a secret shown on a page is in the picture. So an image
+// leaves the run only to the model and to the checkpoint bucket; events
+// name it by its key (images.go), and no thread post or callback carries
+// it.
 
 // screenReach is how far past an event's cut a tool's output is screened:
 // the longest spelling of a secret value that secret.Forms lists (Secrets

@@ -103,8 +103,9 @@ type turnData struct {
 	Blob     string          `json:"blob,omitempty"`
 }
 
-// BlobStore keeps checkpoints too large for a DynamoDB item (S3 in AWS,
-// moto locally). Safe for concurrent use.
+// BlobStore keeps checkpoints too large for a DynamoDB item, and the
+// images of tool results (S3 in AWS, moto locally). Safe for concurrent
+// use.
 type BlobStore interface {
 	Put(ctx context.Context, key string, data []byte) error
 	Get(ctx context.Context, key string) ([]byte, error)

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.request.json fixtures from what the SDK sends")
@@ -66,6 +68,7 @@ func refusal(body []byte) string {
 		Type    string          `json:"type"`
 		Text    *string         `json:"text"`
 		Content json.RawMessage `json:"content"`
+		Source  *imageSource    `json:"source"`
 	}
 	var req struct {
 		System   []block `json:"system"`
@@ -82,8 +85,20 @@ func refusal(body []byte) string {
 			if b.Type == "tool_result" && len(b.Content) > 0 && b.Content[0] == '[' {
 				var inner []block
 				json.Unmarshal(b.Content, &inner)
+				for _, c := range inner {
+					switch c.Type {
+					case "text", "image", "document", "search_result":
+					default:
+						return fmt.Sprintf("%s: tool_result content: Input tag '%s' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'", where, c.Type)
+					}
+				}
 				if msg := bad(where, inner); msg != "" {
 					return msg
+				}
+			}
+			if b.Type == "image" {
+				if msg := b.Source.refusal(); msg != "" {
+					return where + ": image.source: " + msg
 				}
 			}
 			switch {
@@ -107,6 +122,41 @@ func refusal(body []byte) string {
 		if msg := bad("messages", blocks); msg != "" {
 			return msg
 		}
+	}
+	return ""
+}
+
+// imageSource is an image block's source as the Messages API documents
+// it: {type: "base64", media_type, data}, or a URL or file source.
+type imageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// refusal is what the API says of src, "" when it takes it: base64 data
+// of one of the four media types, no more than 5 MB, that is an image of
+// that type.
+func (src *imageSource) refusal() string {
+	if src == nil {
+		return "Field required"
+	}
+	if src.Type != "base64" {
+		return fmt.Sprintf("type %q: this fake takes base64 sources only", src.Type)
+	}
+	switch src.MediaType {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+	default:
+		return "media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+	}
+	data, err := base64.StdEncoding.DecodeString(src.Data)
+	switch {
+	case err != nil || len(data) == 0:
+		return "data: The image data is not valid base64"
+	case len(src.Data) > 5<<20:
+		return "image exceeds 5 MB maximum"
+	case http.DetectContentType(data) != src.MediaType:
+		return "Image does not match the provided media type " + src.MediaType
 	}
 	return ""
 }
@@ -879,5 +929,83 @@ func TestWithRetry(t *testing.T) {
 	}
 	if got := f.calls.Load(); got != 2 {
 		t.Errorf("requests got %d, want 2", got)
+	}
+}
+
+// A screenshot goes in its tool_result as the Messages API documents it:
+// the content an array of a text block and {type: "image", source: {type:
+// "base64", media_type: "image/png", data}}.
+func TestConverseSendsImages(t *testing.T) {
+	t.Parallel()
+	f, m := newFake(t, sseText(textStream("A login page.", "end_turn")))
+	pic := modeltest.PNG(64, 40)
+	_, err := m.Converse(context.Background(), model.Request{
+		Model: "claude-sonnet-4-5",
+		Messages: []model.Message{
+			userText("What does the page show?"),
+			{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "toolu_01", Name: "screenshot", Arguments: json.RawMessage(`{}`)}}}},
+			{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "toolu_01", Name: "screenshot", Output: "64×40 screenshot of http://app.test/",
+				Image: &model.Image{MediaType: model.ImagePNG, Data: pic, Width: 64, Height: 40, Bytes: len(pic)}}}}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	var body struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(f.last(t).body, &body); err != nil || len(body.Messages) != 3 {
+		t.Fatalf("sent %s: want 3 messages", f.last(t).body)
+	}
+	var got, want any
+	json.Unmarshal(body.Messages[2], &got)
+	json.Unmarshal([]byte(`{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "is_error": false, "content": [
+		{"type": "text", "text": "64×40 screenshot of http://app.test/"},
+		{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "`+base64.StdEncoding.EncodeToString(pic)+`"}}
+	]}]}`), &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tool result message got %s, want %v", body.Messages[2], want)
+	}
+}
+
+// The fake refuses the image blocks the API refuses, so that the test
+// above would fail on a malformed one.
+func TestFakeRefusesBadImageBlocks(t *testing.T) {
+	t.Parallel()
+	pic := base64.StdEncoding.EncodeToString(modeltest.PNG(2, 2))
+	tests := []struct {
+		content string
+		ok      bool
+	}{
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + pic + `"}}]`, true},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"` + pic + `"}}]`, false},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"` + pic + `"}}]`, false},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"not base64!"}}]`, false},
+		{`[{"type":"image"}]`, false},
+		{`[{"type":"image_url","image_url":{"url":"data:image/png;base64,` + pic + `"}}]`, false},
+	}
+	for i, tt := range tests {
+		body := `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + tt.content + `}]}]}`
+		if got := refusal([]byte(body)); (got == "") != tt.ok {
+			t.Errorf("content %d: refusal = %q, want ok = %v", i, got, tt.ok)
+		}
+	}
+}
+
+// An image the API would refuse fails before it is sent.
+func TestBadImages(t *testing.T) {
+	t.Parallel()
+	for _, img := range []model.Image{{MediaType: model.ImagePNG, Ref: "k.png"}, {MediaType: "image/bmp", Data: []byte("BM")}} {
+		f, m := newFake(t, sseText(textStream("ok", "end_turn")))
+		_, err := m.Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{userText("hi"),
+			{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "t1", Name: "screenshot"}}}},
+			{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "t1", Image: &img}}}}}})
+		var me *model.Error
+		if !errors.As(err, &me) || me.Retryable || !strings.Contains(err.Error(), "tool result t1: image") {
+			t.Errorf("image %+v: error got %v, want a *model.Error not retryable about tool result t1's image", img, err)
+		}
+		if got := f.calls.Load(); got != 0 {
+			t.Errorf("requests got %d, want 0", got)
+		}
 	}
 }

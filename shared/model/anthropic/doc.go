@@ -6,7 +6,9 @@
 // goes in the request's system field, tool calls become tool_use blocks of
 // assistant messages, and tool results become tool_result blocks (with
 // tool_use_id and is_error) of user messages, the results of one turn in
-// one user message. It streams the answer, passing each text delta to
+// one user message. A tool result's image (a screenshot) follows its text
+// in the tool_result's content as an image block with a base64 source. It
+// streams the answer, passing each text delta to
 // Request.OnText, and reports usage with the prompt-cache tokens counted as
 // input.
 //

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,11 @@ func messages(in []model.Message) ([]sdk.MessageParam, error) {
 				if m.Role != model.User {
 					return nil, fmt.Errorf("message %d part %d: a tool result in an %s message", i, j, m.Role)
 				}
-				t.results = append(t.results, toolResult(*p.ToolResult))
+				block, err := toolResult(*p.ToolResult)
+				if err != nil {
+					return nil, fmt.Errorf("message %d part %d: tool result %s: %w", i, j, p.ToolResult.CallID, err)
+				}
+				t.results = append(t.results, block)
 			case p.ToolCall != nil:
 				if m.Role != model.Assistant {
 					return nil, fmt.Errorf("message %d part %d: a tool call in a %s message", i, j, m.Role)
@@ -101,10 +106,11 @@ func messages(in []model.Message) ([]sdk.MessageParam, error) {
 	return out, nil
 }
 
-// toolResult is the tool_result block for r. An output that is empty or
-// only whitespace sends no content, since the API refuses such a text
-// block.
-func toolResult(r model.ToolResult) sdk.ContentBlockParamUnion {
+// toolResult is the tool_result block for r: its output as a text block
+// and its image, if any, as a base64 image block after it. An output that
+// is empty or only whitespace sends no text block, since the API refuses
+// one.
+func toolResult(r model.ToolResult) (sdk.ContentBlockParamUnion, error) {
 	block := sdk.ToolResultBlockParam{
 		ToolUseID: r.CallID,
 		IsError:   sdk.Bool(r.IsError),
@@ -112,7 +118,18 @@ func toolResult(r model.ToolResult) sdk.ContentBlockParamUnion {
 	if strings.TrimSpace(r.Output) != "" {
 		block.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: r.Output}}}
 	}
-	return sdk.ContentBlockParamUnion{OfToolResult: &block}
+	if img := r.Image; img != nil {
+		if err := img.Check(); err != nil {
+			return sdk.ContentBlockParamUnion{}, err
+		}
+		block.Content = append(block.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+				Data:      base64.StdEncoding.EncodeToString(img.Data),
+				MediaType: sdk.Base64ImageSourceMediaType(img.MediaType),
+			}},
+		}})
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: &block}, nil
 }
 
 // arguments is a tool call's input as the API wants it: a JSON object, {}

@@ -2,6 +2,7 @@ package bedrock_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/model/bedrock"
+	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
 )
 
 // An inference-profile ARN: the SDK must escape its colons and slash into
@@ -773,5 +775,97 @@ func equalJSON(t *testing.T, got, want []byte) {
 		gi, _ := json.MarshalIndent(g, "", "  ")
 		wi, _ := json.MarshalIndent(w, "", "  ")
 		t.Errorf("sent body:\n%s\nwant:\n%s", gi, wi)
+	}
+}
+
+// A screenshot goes in its tool result as Converse documents it: after the
+// text, {"image": {"format": "png", "source": {"bytes": <base64>}}}.
+func TestConverseSendsImages(t *testing.T) {
+	t.Parallel()
+	f, m := newFake(t, reply{frames: textAnswer("A login page.")})
+	pic := modeltest.PNG(64, 40)
+	_, err := m.Converse(context.Background(), model.Request{
+		Model: "us.anthropic.claude-sonnet-4-20250514-v1:0",
+		Messages: []model.Message{
+			user("What does the page show?"),
+			{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "t1", Name: "screenshot", Arguments: json.RawMessage(`{}`)}}}},
+			{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "t1", Name: "screenshot", Output: "64×40 screenshot of http://app.test/",
+				Image: &model.Image{MediaType: model.ImagePNG, Data: pic, Width: 64, Height: 40, Ref: "checkpoints/r/img.png", Bytes: len(pic)}}}}},
+		},
+		Tools: []model.Tool{{Name: "screenshot"}},
+	})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	equalJSON(t, f.only().body, []byte(`{
+		"inferenceConfig": {"maxTokens": 4096},
+		"messages": [
+			{"role": "user", "content": [{"text": "What does the page show?"}]},
+			{"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "screenshot", "input": {}}}]},
+			{"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success", "content": [
+				{"text": "64×40 screenshot of http://app.test/"},
+				{"image": {"format": "png", "source": {"bytes": "`+base64.StdEncoding.EncodeToString(pic)+`"}}}
+			]}}]}
+		],
+		"toolConfig": {"tools": [{"toolSpec": {"name": "screenshot", "inputSchema": {"json": {"type": "object"}}}}]}
+	}`))
+}
+
+// An image Bedrock would refuse on this call and every later one is
+// refused before it is sent, saying why.
+func TestConverseRefusesBadImages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		img     model.Image
+		message string
+	}{
+		{"no data", model.Image{MediaType: model.ImagePNG, Ref: "checkpoints/r/a.png"}, "image checkpoints/r/a.png has no data"},
+		{"a bitmap", model.Image{MediaType: "image/bmp", Data: []byte("BM")}, `image has media type "image/bmp"`},
+		{"over 3.75 MB", model.Image{MediaType: model.ImagePNG, Data: make([]byte, 3_750_001)}, "image is 3750001 bytes; a model takes at most 3750000"},
+		{"over 8000 pixels high", model.Image{MediaType: model.ImagePNG, Data: []byte("\x89PNG"), Width: 1280, Height: 8001}, "image is 1280×8001 pixels; a model takes at most 8000 a side"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, m := newFake(t)
+			_, err := m.Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{
+				user("Look."),
+				{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "t1", Name: "screenshot"}}}},
+				{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "t1", Name: "screenshot", Image: &tt.img}}}},
+			}, Tools: []model.Tool{{Name: "screenshot"}}})
+			modelError(t, err)
+			if want := "message 2: tool result t1: " + tt.message; !strings.Contains(err.Error(), want) {
+				t.Errorf("Error() = %q, want it to contain %q", err.Error(), want)
+			}
+			if n := len(f.requests()); n != 0 {
+				t.Errorf("fake got %d requests, want none", n)
+			}
+		})
+	}
+}
+
+// The fake refuses the image blocks Bedrock refuses, so that the tests
+// above would fail on a malformed one.
+func TestFakeRefusesBadImageBlocks(t *testing.T) {
+	t.Parallel()
+	pic := base64.StdEncoding.EncodeToString(modeltest.PNG(2, 2))
+	tests := []struct {
+		block string
+		ok    bool
+	}{
+		{`{"image":{"format":"png","source":{"bytes":"` + pic + `"}}}`, true},
+		{`{"image":{"format":"image/png","source":{"bytes":"` + pic + `"}}}`, false},
+		{`{"image":{"format":"jpeg","source":{"bytes":"` + pic + `"}}}`, false},
+		{`{"image":{"format":"png","source":{"bytes":"not base64!"}}}`, false},
+		{`{"image":{"format":"png","source":{"s3Location":{"uri":"s3://b/k"}}}}`, false},
+		{`{"image":{"format":"png","source":{"bytes":"` + base64.StdEncoding.EncodeToString(make([]byte, 3_750_001)) + `"}}}`, false},
+		{`{"text":"a","image":{"format":"png","source":{"bytes":"` + pic + `"}}}`, false},
+	}
+	for i, tt := range tests {
+		body := `{"messages":[{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[` + tt.block + `]}}]}],"toolConfig":{"tools":[]}}`
+		if got := refusal("m", []byte(body)); (got == "") != tt.ok {
+			t.Errorf("block %d: refusal = %q, want ok = %v", i, got, tt.ok)
+		}
 	}
 }

@@ -25,6 +25,10 @@
 // id that does not say (an application inference profile's ARN), no status
 // is sent and a failed tool's output starts with "Error: ".
 //
+// A tool result's image (a screenshot) follows its text in the
+// toolResult's content as {"image": {"format": "png", "source": {"bytes":
+// …}}}; one over Bedrock's 3.75 MB is refused before it is sent.
+//
 // Bedrock's own rule a caller should know: while the conversation holds
 // tool calls or results, the request must declare tools (Bedrock answers a
 // ValidationException otherwise).

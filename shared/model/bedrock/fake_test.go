@@ -2,6 +2,7 @@ package bedrock_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -312,10 +313,60 @@ func refusal(modelID string, body []byte) string {
 			if res.Status != nil && *res.Status == "error" && len(res.Content) == 0 {
 				return fmt.Sprintf("The content field at messages.%d.content.%d.toolResult cannot be empty when status value is error.", i, j)
 			}
+			for k, c := range res.Content {
+				if msg := contentRefusal(c); msg != "" {
+					return fmt.Sprintf("messages.%d.content.%d.toolResult.content.%d: %s", i, j, k, msg)
+				}
+			}
 		}
 	}
 	if tools && len(req.ToolConfig) == 0 {
 		return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+	}
+	return ""
+}
+
+// contentRefusal is what Bedrock says of a ToolResultContentBlock, a union
+// of exactly one of text, json, image, document, video, "" when it takes
+// it. An image is {format, source: {bytes}}: a format of png, jpeg, gif or
+// webp, bytes (a base64 blob in JSON) of at most 3.75 MB that are an image
+// of that format.
+func contentRefusal(raw json.RawMessage) string {
+	var block map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &block); err != nil || len(block) != 1 {
+		return "a ToolResultContentBlock must have exactly one member set"
+	}
+	rawImg, ok := block["image"]
+	switch {
+	case !ok && (block["text"] != nil || block["json"] != nil || block["document"] != nil || block["video"] != nil):
+		return ""
+	case !ok:
+		return "unknown ToolResultContentBlock member"
+	}
+	var img struct {
+		Format string                     `json:"format"`
+		Source map[string]json.RawMessage `json:"source"`
+	}
+	if err := json.Unmarshal(rawImg, &img); err != nil {
+		return "Malformed image block: " + err.Error()
+	}
+	switch img.Format {
+	case "png", "jpeg", "gif", "webp":
+	default:
+		return fmt.Sprintf("Value '%s' at 'image.format' failed to satisfy constraint: Member must satisfy enum value set: [png, jpeg, gif, webp]", img.Format)
+	}
+	var b64 string
+	if len(img.Source) != 1 || json.Unmarshal(img.Source["bytes"], &b64) != nil {
+		return "image.source must have exactly one member set: bytes"
+	}
+	data, err := base64.StdEncoding.DecodeString(b64)
+	switch {
+	case err != nil:
+		return "image.source.bytes is not base64: " + err.Error()
+	case len(data) > 3_750_000:
+		return "The image exceeds the maximum size of 3.75 MB."
+	case http.DetectContentType(data) != "image/"+img.Format:
+		return "Could not process image: its bytes are not " + img.Format
 	}
 	return ""
 }

@@ -143,9 +143,17 @@ func message(msg model.Message, status bool) (types.Message, error) {
 			case p.ToolResult.IsError:
 				output = errorPrefix + output
 			}
+			content := []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: output}}
+			if img := p.ToolResult.Image; img != nil {
+				block, err := imageBlock(img)
+				if err != nil {
+					return out, fmt.Errorf("tool result %s: %v", p.ToolResult.CallID, err)
+				}
+				content = append(content, block)
+			}
 			out.Content = append(out.Content, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
 				ToolUseId: aws.String(p.ToolResult.CallID),
-				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: output}},
+				Content:   content,
 				Status:    st,
 			}})
 		case strings.TrimSpace(p.Text) != "":
@@ -156,6 +164,20 @@ func message(msg model.Message, status bool) (types.Message, error) {
 		out.Content = []types.ContentBlock{&types.ContentBlockMemberText{Value: emptyMessage}}
 	}
 	return out, nil
+}
+
+// imageBlock is img as a tool result's image block: its format and its
+// bytes, which the SDK sends base64-encoded.
+func imageBlock(img *model.Image) (types.ToolResultContentBlock, error) {
+	// Check refuses one over Bedrock's 3.75 MB before it is sent, rather
+	// than Bedrock on every later call of the conversation.
+	if err := img.Check(); err != nil {
+		return nil, err
+	}
+	return &types.ToolResultContentBlockMemberImage{Value: types.ImageBlock{
+		Format: types.ImageFormat(img.Format()),
+		Source: &types.ImageSourceMemberBytes{Value: img.Data},
+	}}, nil
 }
 
 // jsonObject decodes raw, which must be one JSON object, into a document

@@ -7,6 +7,12 @@
 // "function" tools; answers streamed as server-sent events with
 // stream_options.include_usage.
 //
+// A tool message holds text only, so a tool result's image (a screenshot)
+// goes in a user message of its own, right after the tool messages that
+// answer the assistant's calls: a text naming the call, then an image_url
+// part whose url is the image's data URL. The tool message says that the
+// image follows. A server whose model takes no images refuses the request.
+//
 // OPENAI_BASE_URL points it at another server (for example
 // http://localhost:11434/v1 for Ollama) and OPENAI_API_KEY is the bearer
 // key; a local server without a key needs none, and then no Authorization

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +14,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
 )
 
 // fake is a local Chat Completions server: it records every request and
@@ -65,8 +68,9 @@ func newFake(t *testing.T, answer http.HandlerFunc) *fake {
 func refusal(body []byte) (msg, param string) {
 	var req struct {
 		Messages []struct {
-			Role       string `json:"role"`
-			ToolCallID string `json:"tool_call_id"`
+			Role       string          `json:"role"`
+			Content    json.RawMessage `json:"content"`
+			ToolCallID string          `json:"tool_call_id"`
 			ToolCalls  []struct {
 				ID string `json:"id"`
 			} `json:"tool_calls"`
@@ -74,6 +78,11 @@ func refusal(body []byte) (msg, param string) {
 	}
 	if json.Unmarshal(body, &req) != nil {
 		return "", ""
+	}
+	for i, m := range req.Messages {
+		if msg := contentRefusal(m.Role, m.Content); msg != "" {
+			return msg, fmt.Sprintf("messages.[%d].content", i)
+		}
 	}
 	open := map[string]bool{} // calls awaiting their answer
 	from := -1                // the assistant message that made them
@@ -102,6 +111,52 @@ func refusal(body []byte) (msg, param string) {
 	return "", ""
 }
 
+// imageDataURL is the data URL of an image OpenAI takes.
+var imageDataURL = regexp.MustCompile(`^data:image/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/]+={0,2})$`)
+
+// contentRefusal is what OpenAI says of a message's content, "" when it
+// takes it: a string, or an array of content parts, where a tool (or
+// system) message takes text parts only, and an image_url part (a user
+// message's) has a url that is an http(s) URL or a base64 data URL of a
+// PNG, JPEG, GIF or WebP image.
+func contentRefusal(role string, content json.RawMessage) string {
+	var parts []struct {
+		Type     string `json:"type"`
+		ImageURL *struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if len(content) == 0 || content[0] != '[' {
+		return ""
+	}
+	if err := json.Unmarshal(content, &parts); err != nil {
+		return "Invalid content: " + err.Error()
+	}
+	for _, p := range parts {
+		switch {
+		case p.Type == "text":
+		case p.Type == "image_url" && role == "user":
+			if p.ImageURL == nil {
+				return "Missing required parameter: 'image_url'."
+			}
+			u := p.ImageURL.URL
+			if m := imageDataURL.FindStringSubmatch(u); m != nil {
+				if _, err := base64.StdEncoding.DecodeString(m[2]); err == nil {
+					continue
+				}
+			} else if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+				continue
+			}
+			return "Invalid 'image_url.url'. Expected a valid URL or a base64-encoded data URL of an image."
+		case p.Type == "image_url":
+			return fmt.Sprintf("Image URLs are only allowed for messages with role 'user', but this message with role '%s' contains an image URL.", role)
+		default:
+			return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'text' and 'image_url'.", p.Type)
+		}
+	}
+	return ""
+}
+
 // The fake refuses what OpenAI refuses, and only that.
 func TestFakeRefusal(t *testing.T) {
 	t.Parallel()
@@ -113,6 +168,13 @@ func TestFakeRefusal(t *testing.T) {
 		{`{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"call_1","content":"ok"}`, "must be a response to a preceeding message with 'tool_calls'"},
 		{`{"role":"user","content":"hi"},` + call + `,{"role":"user","content":"and?"}`, "did not have response messages: call_1"},
 		{`{"role":"user","content":"hi"},` + call, "must be followed by tool messages"},
+		{`{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}`, ""},
+		{`{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://app.test/a.png"}}]}`, ""},
+		{`{"role":"user","content":[{"type":"image_url","image_url":{"url":"iVBORw0KGgo="}}]}`, "Expected a valid URL"},
+		{`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/bmp;base64,Qk0="}}]}`, "Expected a valid URL"},
+		{`{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,not base64"}}]}`, "Expected a valid URL"},
+		{`{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"call_1","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}`, "only allowed for messages with role 'user'"},
+		{`{"role":"user","content":[{"type":"image","source":{}}]}`, "Supported values are"},
 	}
 	for _, tt := range tests {
 		if got, _ := refusal([]byte(`{"messages":[` + tt.messages + `]}`)); tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
@@ -830,4 +892,73 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return bytes.TrimSpace(b)
+}
+
+// A tool message is text: a screenshot's result says the image follows,
+// and once every call of the assistant message has its tool message, one
+// user message carries each image as a data URL after a text naming its
+// call.
+func TestConverseSendsImages(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, sseFile(t, "text_openai.sse"))
+	pic := modeltest.PNG(64, 40)
+	_, err := f.model(t, "").Converse(context.Background(), model.Request{
+		Model: "gpt-4.1-mini",
+		Tools: []model.Tool{{Name: "screenshot"}, {Name: "read"}},
+		Messages: []model.Message{
+			user("What does the page show?"),
+			{Role: model.Assistant, Content: []model.Part{
+				{ToolCall: &model.ToolCall{ID: "call_shot", Name: "screenshot", Arguments: json.RawMessage(`{}`)}},
+				{ToolCall: &model.ToolCall{ID: "call_read", Name: "read", Arguments: json.RawMessage(`{"path":"a.txt"}`)}},
+			}},
+			{Role: model.User, Content: []model.Part{
+				{ToolResult: &model.ToolResult{CallID: "call_shot", Name: "screenshot", Output: "64×40 screenshot of http://app.test/",
+					Image: &model.Image{MediaType: model.ImagePNG, Data: pic, Width: 64, Height: 40, Bytes: len(pic)}}},
+				{ToolResult: &model.ToolResult{CallID: "call_read", Name: "read", Output: "hello"}},
+			}},
+		},
+	})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	var body struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(f.only(t).body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"role": "user", "content": "What does the page show?"}`,
+		string(body.Messages[1]), // the assistant's calls, as TestConverseSecondTurnRequest checks them
+		`{"role": "tool", "tool_call_id": "call_shot", "content": "64×40 screenshot of http://app.test/\n[The image this call made (64×40, image/png) follows in the next user message.]"}`,
+		`{"role": "tool", "tool_call_id": "call_read", "content": "hello"}`,
+		`{"role": "user", "content": [{"type": "text", "text": "The screenshot from tool call call_shot:"},
+			{"type": "image_url", "image_url": {"url": "data:image/png;base64,` + base64.StdEncoding.EncodeToString(pic) + `"}}]}`,
+	}
+	if len(body.Messages) != len(want) {
+		t.Fatalf("sent %d messages, want %d:\n%s", len(body.Messages), len(want), f.only(t).body)
+	}
+	for i := range want {
+		if !jsonEqual(t, body.Messages[i], []byte(want[i])) {
+			t.Errorf("message %d got\n%s\nwant\n%s", i, body.Messages[i], want[i])
+		}
+	}
+}
+
+// An image the server would refuse fails before it is sent.
+func TestConverseBadImages(t *testing.T) {
+	t.Parallel()
+	for _, img := range []model.Image{{MediaType: model.ImagePNG, Ref: "k.png"}, {MediaType: "image/bmp", Data: []byte("BM")}} {
+		f := newFake(t, sseFile(t, "text_openai.sse"))
+		_, err := f.model(t, "").Converse(context.Background(), model.Request{Model: "m", Messages: []model.Message{user("hi"),
+			{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "t1", Name: "screenshot"}}}},
+			{Role: model.User, Content: []model.Part{{ToolResult: &model.ToolResult{CallID: "t1", Image: &img}}}}}})
+		var me *model.Error
+		if !errors.As(err, &me) || me.Retryable || !strings.Contains(err.Error(), "tool result t1: image") {
+			t.Errorf("image %+v: error got %v, want a *model.Error not retryable about tool result t1's image", img, err)
+		}
+		if n := f.count(); n != 0 {
+			t.Errorf("requests got %d, want 0", n)
+		}
+	}
 }

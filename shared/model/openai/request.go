@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -57,6 +58,7 @@ func messages(system string, conv []model.Message) ([]sdk.ChatCompletionMessageP
 		switch msg.Role {
 		case model.User:
 			var texts []string
+			var images []sdk.ChatCompletionContentPartUnionParam
 			results := 0
 			for _, p := range msg.Content {
 				switch {
@@ -65,6 +67,14 @@ func messages(system string, conv []model.Message) ([]sdk.ChatCompletionMessageP
 					if p.ToolResult.IsError {
 						content = errorPrefix + content
 					}
+					if img := p.ToolResult.Image; img != nil {
+						if err := img.Check(); err != nil {
+							return nil, fmt.Errorf("message %d: tool result %s: %w", i, p.ToolResult.CallID, err)
+						}
+						content += fmt.Sprintf("\n[The image this call made (%d×%d, %s) follows in the next user message.]", img.Width, img.Height, img.MediaType)
+						images = append(images, sdk.TextContentPart(fmt.Sprintf("The screenshot from tool call %s:", p.ToolResult.CallID)),
+							sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: dataURL(img)}))
+					}
 					out = append(out, sdk.ToolMessage(content, p.ToolResult.CallID))
 					results++
 				case p.ToolCall != nil:
@@ -72,6 +82,12 @@ func messages(system string, conv []model.Message) ([]sdk.ChatCompletionMessageP
 				case p.Text != "":
 					texts = append(texts, p.Text)
 				}
+			}
+			// A tool message has text only, and the tool messages must
+			// follow the assistant's tool calls directly: the images go in
+			// a user message after all of them.
+			if len(images) > 0 {
+				out = append(out, sdk.UserMessage(images))
 			}
 			if len(texts) > 0 || results == 0 {
 				out = append(out, userMessage(texts))
@@ -87,6 +103,11 @@ func messages(system string, conv []model.Message) ([]sdk.ChatCompletionMessageP
 		}
 	}
 	return out, nil
+}
+
+// dataURL is img as the data URL an image_url part takes.
+func dataURL(img *model.Image) string {
+	return "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
 }
 
 // userMessage is one text as a string, several as text parts.

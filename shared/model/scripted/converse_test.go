@@ -2,6 +2,7 @@ package scripted_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
 )
 
@@ -586,5 +588,54 @@ arguments = { session_id = "{{session_id}}", chars = "hi\n" }
 	}
 	if got := string(resp.Message.ToolCalls()[0].Arguments); got != `{"chars":"hi\n","session_id":"48213"}` {
 		t.Errorf("arguments = %s", got)
+	}
+}
+
+// A script sees the image of the latest tool results through
+// {{last_image}}: which picture, down to its SHA-256; its tokens count in
+// the usage, and an image without data is refused as a provider refuses
+// it.
+func TestImages(t *testing.T) {
+	t.Parallel()
+	m := mustParse(t, `
+[[turn]]
+[[turn.tool_call]]
+name = "screenshot"
+
+[[turn]]
+text = "saw {{last_image}}"
+`, "images.toml")
+	pic := modeltest.PNG(150, 100)
+	shot := model.ToolResult{CallID: "call_1_1", Name: "screenshot", Output: "a page",
+		Image: &model.Image{MediaType: model.ImagePNG, Data: pic, Width: 150, Height: 100, Bytes: len(pic)}}
+	calls := model.Message{Role: model.Assistant, Content: []model.Part{{ToolCall: &model.ToolCall{ID: "call_1_1", Name: "screenshot"}}}}
+	plain := shot
+	plain.Image = nil
+
+	resp, err := m.Converse(context.Background(), model.Request{Messages: []model.Message{user("look"), calls, results(shot)}})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	want := fmt.Sprintf("saw 150×100 image/png, %d bytes, sha256 %x", len(pic), sha256.Sum256(pic))
+	if got := resp.Message.Text(); got != want {
+		t.Errorf("text got %q, want %q", got, want)
+	}
+	without, err := m.Converse(context.Background(), model.Request{Messages: []model.Message{user("look"), calls, results(plain)}})
+	if err != nil {
+		t.Fatalf("Converse: %v", err)
+	}
+	if got := without.Message.Text(); got != "saw " {
+		t.Errorf("text without an image got %q, want %q", got, "saw ")
+	}
+	// 150×100/750 = 20 tokens more than the same conversation without it.
+	if got := resp.Usage.InputTokens - without.Usage.InputTokens; got != 20 {
+		t.Errorf("input tokens of the image got %d, want 20", got)
+	}
+
+	shot.Image = &model.Image{MediaType: model.ImagePNG, Width: 150, Height: 100, Ref: "checkpoints/r/i.png"}
+	_, err = m.Converse(context.Background(), model.Request{Messages: []model.Message{user("look"), calls, results(shot)}})
+	var me *model.Error
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "image checkpoints/r/i.png has no data") {
+		t.Errorf("an image without data: error got %v, want one saying it has no data", err)
 	}
 }

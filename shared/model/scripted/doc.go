@@ -107,6 +107,10 @@
 //   - {{child_id}}: the latest "child_id" in a tool result (the child a
 //     spawn_agent, delegate_agent or wait_agent answered about), to wait
 //     for, inspect or interrupt it.
+//   - {{last_image}}: the last image a tool result of the conversation
+//     holds (a screenshot), described as "1280×800 image/png, 86016 bytes,
+//     sha256 <hex>", so that a script or a test sees which picture the
+//     model was given; empty when none holds one.
 //   - {{"text"}}: the quoted text itself, so {{"{{"}} writes a literal
 //     "{{".
 //
@@ -134,9 +138,12 @@
 //
 // The answer's text goes to Request.OnText in at most four chunks, each
 // ending after white space or at the end of the text, which join to the
-// whole text. Usage is an estimate of ceil(bytes/4) tokens: input tokens
-// from the request's system prompt, its messages' text, tool call names
-// and arguments and tool result outputs, and its tools' names,
+// whole text. A tool result image without its data (model.Image.Check)
+// is refused, as every provider refuses it. Usage is an estimate of
+// ceil(bytes/4) tokens: input tokens from the request's system prompt, its
+// messages' text, tool call names and arguments and tool result outputs
+// (an image counting as width × height / 750 tokens, as Anthropic counts
+// one), and its tools' names,
 // descriptions and schemas; output tokens from the answer's text and its
 // tool calls' names and arguments. A budget can so be tested with
 // predictable numbers.

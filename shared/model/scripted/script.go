@@ -478,7 +478,7 @@ func (d *decoder) template(path, where, s string) (template, error) {
 	}
 	for _, seg := range t {
 		switch seg.kind {
-		case lastOutput, lastError, sessionID, childID:
+		case lastOutput, lastError, sessionID, childID, lastImage:
 			if !d.anyCall {
 				return nil, d.errorf(path, seg.source, "%s: %s reads the last tool result, but no earlier turn calls a tool", where, seg.source)
 			}

@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
 	"fmt"
 	"os"
@@ -91,6 +92,11 @@ func (m *Model) Converse(ctx context.Context, req model.Request) (model.Response
 			Provider: Provider,
 			Message:  fmt.Sprintf("script %s has no turn %d: it has %d turn%s", m.name, n+1, len(m.turns), plural(len(m.turns))),
 		}
+	}
+	// An image goes to a provider whole or not at all: one without its
+	// data is refused here as every provider refuses it.
+	if err := checkImages(req.Messages); err != nil {
+		return model.Response{}, &model.Error{Provider: Provider, Message: "request: " + err.Error()}
 	}
 	conv := readConversation(req.Messages)
 	a := m.turns[n].pick(conv)
@@ -200,9 +206,34 @@ func readConversation(msgs []model.Message) *conversation {
 			if r.IsError {
 				c.failed, c.lastError = true, r.Output
 			}
+			if r.Image != nil {
+				c.lastImage = describe(r.Image)
+			}
 		}
 	}
 	return c
+}
+
+// checkImages reports the first tool result image of msgs a model could
+// not be sent.
+func checkImages(msgs []model.Message) error {
+	for i, msg := range msgs {
+		for _, p := range msg.Content {
+			if r := p.ToolResult; r != nil && r.Image != nil {
+				if err := r.Image.Check(); err != nil {
+					return fmt.Errorf("message %d: tool result %s: %w", i, r.CallID, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// describe is what {{last_image}} says of img: its size, type, length
+// and SHA-256, which tell a test that the model got these very bytes.
+func describe(img *model.Image) string {
+	sum := sha256.Sum256(img.Data)
+	return fmt.Sprintf("%d×%d %s, %d bytes, sha256 %x", img.Width, img.Height, img.MediaType, len(img.Data), sum)
 }
 
 // sessionLine is how exec_command and write_stdin say a process is still
@@ -241,7 +272,8 @@ func tokens(n int) int64 { return int64((n + 3) / 4) }
 
 // requestBytes is the size of what a provider would read: the system
 // prompt; every message's text, tool call names and arguments, and tool
-// result outputs; and every tool's name, description and schema.
+// result outputs and images; and every tool's name, description and
+// schema.
 func requestBytes(req model.Request) int {
 	n := len(req.System)
 	for _, msg := range req.Messages {
@@ -262,10 +294,17 @@ func messageBytes(msg model.Message) int {
 		}
 		if p.ToolResult != nil {
 			n += len(p.ToolResult.Output)
+			if img := p.ToolResult.Image; img != nil {
+				n += 4 * imageTokens(img)
+			}
 		}
 	}
 	return n
 }
+
+// imageTokens estimates the tokens of an image as Anthropic documents it:
+// width × height / 750.
+func imageTokens(img *model.Image) int { return img.Width * img.Height / 750 }
 
 func plural(n int) string {
 	if n == 1 {

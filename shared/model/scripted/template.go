@@ -6,7 +6,7 @@ import (
 )
 
 // placeholderList names every placeholder, for error messages.
-const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}}, {{session_id}}, {{child_id}} and {{"literal text"}}`
+const placeholderList = `{{input}}, {{last_output}}, {{last_error}}, {{output "TOOL"}}, {{session_id}}, {{child_id}}, {{last_image}} and {{"literal text"}}`
 
 // kind is what a piece of a template stands for.
 type kind int
@@ -19,6 +19,7 @@ const (
 	output                 // {{output "TOOL"}}
 	sessionID              // {{session_id}}
 	childID                // {{child_id}}
+	lastImage              // {{last_image}}
 )
 
 // segment is one piece of a template.
@@ -117,6 +118,8 @@ func parsePlaceholder(s string) (segment, int, error) {
 			seg.kind = sessionID
 		case "child_id":
 			seg.kind = childID
+		case "last_image":
+			seg.kind = lastImage
 		case "output":
 			space()
 			if pos >= len(s) || s[pos] != '"' {
@@ -181,6 +184,8 @@ type conversation struct {
 	sessionID string
 	// childID is the latest "child_id" a child-agent tool answered.
 	childID string
+	// lastImage describes the conversation's last tool result image.
+	lastImage string
 }
 
 // render fills the template in from c.
@@ -202,6 +207,8 @@ func (t template) render(c *conversation) string {
 			b.WriteString(c.sessionID)
 		case childID:
 			b.WriteString(c.childID)
+		case lastImage:
+			b.WriteString(c.lastImage)
 		}
 	}
 	return b.String()
