@@ -25,8 +25,11 @@ $(MOTO): localstack/requirements.txt
 	touch $@
 
 ## tools: system tools the build and tests use: a C compiler and static libc
-## (sandboxd's confinement trampoline is C, built through cgo) and ripgrep.
-## Installs them with apt-get when root.
+## (sandboxd's confinement trampoline is C, built through cgo), ripgrep, and
+## Debian's chromium with a font (the browser tools of `make dev` and
+## `agentsfleet run`, and their tests). Installs them with apt-get when root;
+## otherwise a missing Chromium is only a warning (the browser tools say they
+## are not available).
 APT_INSTALL := apt-get install -y -qq --no-install-recommends
 tools:
 	@if ! command -v cc >/dev/null 2>&1 || ! echo 'int main(void){return 0;}' | cc -static -x c -o /dev/null - >/dev/null 2>&1; then \
@@ -39,6 +42,11 @@ tools:
 	    echo "installing ripgrep"; \
 	    ($(APT_INSTALL) ripgrep >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) ripgrep; }); \
 	  else echo "warning: rg (ripgrep) not found; grep tests use grep -rnE and rg comparisons skip"; fi; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium"; \
+	    ($(APT_INSTALL) chromium fonts-liberation >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) chromium fonts-liberation; }); \
+	  else echo "warning: no Chromium found (as root, make tools installs Debian's chromium; or set AGENTSFLEET_BROWSER): the browser tools are not available locally"; fi; }
 
 ## build: every binary for this machine into bin/ (sandboxd as the image
 ## builds it: static, see sandboximage.BuildFlags).

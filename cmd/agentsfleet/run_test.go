@@ -139,3 +139,49 @@ func TestRunUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSaysWhetherBrowserToolsAreAvailable: `agentsfleet run` prints its
+// browser line on stderr (stdout keeps the events), and without a Chromium
+// refuses a Definition allowing screenshot before the model, saying why.
+func TestRunSaysWhetherBrowserToolsAreAvailable(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	dir := t.TempDir()
+	plain, shots := filepath.Join(dir, "demo.toml"), filepath.Join(dir, "shots.toml")
+	os.WriteFile(plain, []byte(demoFleet), 0o644)
+	os.WriteFile(shots, []byte(strings.Replace(demoFleet, `"bash"]`, `"bash", "screenshot"]`, 1)), 0o644)
+
+	chromium := fakeChromium(t)
+	var out, errOut bytes.Buffer
+	if err := runCmd(context.Background(), []string{"-f", plain, "--workdir", work, "--state", t.TempDir(), "--output", "json", "look"}, &out, &errOut,
+		runEnv(map[string]string{envBrowser: chromium})); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	if want := "browser tools: Chromium at " + chromium + "\n"; !strings.Contains(errOut.String(), want) || strings.Contains(out.String(), "browser tools") {
+		t.Errorf("stderr %q, stdout %q; want %q on stderr alone", errOut.String(), out.String(), want)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	err := runCmd(context.Background(), []string{"-f", shots, "--workdir", work, "--state", t.TempDir(), "--output", "json", "look"}, &out, &errOut,
+		runEnv(map[string]string{envBrowser: "off"}))
+	if !errors.Is(err, errRunFailed) {
+		t.Fatalf("run of a Definition allowing screenshot, browser off = %v, want a failed run", err)
+	}
+	if want := "browser tools: not available: AGENTSFLEET_BROWSER=off turns them off\n"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	var end afrun.RunEnded
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev afrun.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == afrun.EventRunEnded {
+			json.Unmarshal(ev.Data, &end)
+		}
+	}
+	if end.Error == nil || end.Error.Code != afrun.CodeDefinition || !strings.Contains(end.Error.Message, `"screenshot"`) ||
+		!strings.Contains(end.Error.Message, "AGENTSFLEET_BROWSER=off") {
+		t.Errorf("run.ended %+v; want %s naming screenshot and why there is no browser", end, afrun.CodeDefinition)
+	}
+}
