@@ -244,10 +244,16 @@ func TestBrowserImage(t *testing.T) {
 		t.Fatalf("the %s stage is the last: a build without --target would make the browser image", sandboximage.BrowserTarget)
 	}
 	browser, plain := image(st, i), image(st, len(st)-1)
-	if len(browser) <= len(plain) || !slices.Equal(browser[:len(plain)], plain) {
-		t.Errorf("the %s image is not the default image with more: it must differ by Chromium alone", sandboximage.BrowserTarget)
+	// Both start from one stage, and the default one adds only its CMD:
+	// the browser image is the default image with Chromium.
+	own, plainOwn := st[i][1:], st[len(st)-1][1:]
+	if from, _ := stageName(st[i][0]); from != firstWord(st[len(st)-1][0].args) || len(plainOwn) != 1 || plainOwn[0].cmd != "CMD" {
+		t.Errorf("the %s stage starts FROM %s and the default one adds %v: want one stage under both, the default adding its CMD alone",
+			sandboximage.BrowserTarget, from, plainOwn)
 	}
-	own := st[i][1:]
+	if len(browser) != len(plain)-1+len(own) || !slices.Equal(browser[:len(plain)-1], plain[:len(plain)-1]) {
+		t.Errorf("the %s image is not the default image's base with Chromium", sandboximage.BrowserTarget)
+	}
 	runs := strings.Join(find(own, "RUN"), "\n")
 	installed := strings.Fields(regexp.MustCompile(`apt-get install[^&]*`).FindString(runs))
 	if !slices.Contains(installed, "chromium") || !(slices.Contains(installed, "fonts-liberation") || slices.Contains(installed, "fonts-dejavu-core")) {
@@ -277,6 +283,22 @@ func TestBrowserImage(t *testing.T) {
 		default:
 			t.Errorf("the %s stage has %s %s: it may add Chromium and its CMD alone", sandboximage.BrowserTarget, in.cmd, in.args)
 		}
+	}
+}
+
+// firstWord is s up to its first space.
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return w
+}
+
+// TestLastCMDIsTheDefaultImages: a reader of the Dockerfile's last CMD
+// (e2e/deployment, standing in for the image) gets the default image's.
+func TestLastCMDIsTheDefaultImages(t *testing.T) {
+	t.Parallel()
+	cmds := find(parseDockerfile(t), "CMD")
+	if len(cmds) == 0 || !slices.Equal(jsonArray(t, cmds[len(cmds)-1]), sandboximage.ServeArgs()) {
+		t.Errorf("the Dockerfile's CMDs %q; want the last to be the default image's, %q", cmds, sandboximage.ServeArgs())
 	}
 }
 
