@@ -111,16 +111,19 @@ synth: lambdas
 	cd infra && $(CDK_ENV) CDK_OUTDIR=$(abspath $(CDK_OUT)) $(GO) run . $(SYNTH_ARGS)
 
 ## lint-template: cfn-lint (pinned in infra/requirements-lint.txt, set in
-## infra/cfnlintrc.yaml) over the template of both network layouts: the
-## public one in cdk.out, the private one in build/cdk.out-private. An
-## error or a warning fails.
+## infra/cfnlintrc.yaml) over the template of both network layouts and of
+## the browser sandboxes: the public one in cdk.out, the private one in
+## build/cdk.out-private, the public one with sandboxBrowser in
+## build/cdk.out-browser. An error or a warning fails.
 $(CFNLINT): $(MOTO) infra/requirements-lint.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt -r infra/requirements-lint.txt
 	touch $@
 lint-template: $(CFNLINT)
 	$(MAKE) --no-print-directory synth SYNTH_ARGS= CDK_OUT=cdk.out
 	$(MAKE) --no-print-directory synth SYNTH_ARGS="-c network=private" CDK_OUT=build/cdk.out-private
-	$(VENV)/bin/cfn-lint --config-file infra/cfnlintrc.yaml -- cdk.out/Agentsfleet.template.json build/cdk.out-private/Agentsfleet.template.json
+	$(MAKE) --no-print-directory synth SYNTH_ARGS="-c sandboxBrowser=true -c browserWarmPool=small=1" CDK_OUT=build/cdk.out-browser
+	$(VENV)/bin/cfn-lint --config-file infra/cfnlintrc.yaml -- cdk.out/Agentsfleet.template.json build/cdk.out-private/Agentsfleet.template.json \
+	  build/cdk.out-browser/Agentsfleet.template.json
 
 ## deploy: `cdk deploy` of the stack (cdk.json), DEPLOY_ARGS passed on
 ## ("-c network=private", "--profile p"). Needs AWS credentials and Docker.
