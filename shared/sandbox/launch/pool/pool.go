@@ -1,6 +1,7 @@
 // Package pool is a launch.Launcher with a warm pool: idle sandboxes of
-// each kind (size, and with or without a browser), started ahead of runs by a launch.Starter (launch/ecs on
-// Fargate, launch/local on this machine) and recorded in the store's
+// each kind (size, and with or without a browser), started ahead of runs
+// by a launch.Starter (launch/ecs on Fargate, launch/local on this
+// machine) and recorded in the store's
 // DynamoDB table, so that a run claims one in milliseconds instead of
 // waiting for a cold start, from any process.
 //
@@ -17,8 +18,8 @@
 // token: the Starter makes the token again from the nonce (launch/ecs with
 // the runner's key), so that a reader of the table cannot call a sandbox.
 //
-// The records of a kind are under its launch.Kind.String() where the store
-// takes a size: "small" for a plain sandbox, as before browsers came, and
+// The records of a kind are under its key where the store takes a size:
+// "small" for a plain sandbox, as before browsers came, and
 // "small+browser" for one with a browser. A run that needs a browser never
 // claims a plain sandbox, nor the reverse, and records written before
 // browsers came read as plain sandboxes.
@@ -198,8 +199,14 @@ func kinds() []launch.Kind {
 // browserSuffix ends the store's size of a sandbox with a browser.
 const browserSuffix = "+browser"
 
-// key is the store's size for the records of kind k (Kind.String).
-func key(k launch.Kind) string { return k.String() }
+// key is the store's size for the records of kind k: the size alone for
+// a plain sandbox, so that records of before browsers stay readable.
+func key(k launch.Kind) string {
+	if k.Browser {
+		return string(k.Size) + browserSuffix
+	}
+	return string(k.Size)
+}
 
 func warmOf(ps store.PoolSandbox) launch.Warm {
 	size, browser := strings.CutSuffix(ps.Size, browserSuffix)
