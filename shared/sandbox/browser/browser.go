@@ -27,7 +27,7 @@ type Config struct {
 	// Chromium is the browser's executable (/usr/bin/chromium).
 	Chromium string
 	// Policy is the confinement of the sandbox's commands; the browser's
-	// is derived from it (policyFor).
+	// is derived from it (policyFor). Nil means confine's defaults.
 	Policy *confine.Policy
 	// Timeout is the fleet's tool_timeout_seconds; a call's own
 	// (sandbox.WithToolTimeout) wins over it.

@@ -51,7 +51,11 @@ const (
 // and pointer cages, never backed by memory: the task's memory size bounds
 // what the browser uses), and Processes, OpenFiles and CPUSeconds. Its
 // profile lives under /tmp, writable to every confined command anyway.
+// A nil base is confine's defaults.
 func policyFor(base *confine.Policy) *confine.Policy {
+	if base == nil {
+		base = &confine.Policy{}
+	}
 	p := *base
 	p.ReadOnly = slices.Clone(base.ReadOnly)
 	p.Writable = slices.Clone(base.Writable)
