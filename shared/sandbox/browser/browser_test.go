@@ -19,6 +19,10 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 )
 
 func TestOpenNavigatesOneBrowser(t *testing.T) {
@@ -98,6 +102,12 @@ func TestOpenTimesOutAndStaysUsable(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		select { // not even the headers
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
 	mux.Handle("/fast", html(`<title>Fast</title>fine`))
 	s := newSite(t, mux)
 	defer close(release)
@@ -107,6 +117,12 @@ func TestOpenTimesOutAndStaysUsable(t *testing.T) {
 	ctx := sandbox.WithToolTimeout(context.Background(), 3*time.Second)
 	res := call(t, ctx, b, "browser_open", sandbox.BrowserOpenArgs{URL: s.URL + "/slow"})
 	wantError(t, res, "the page did not finish loading within 3 s", "URL: "+s.URL+"/slow", "title: Slow page")
+	wantOK(t, open(t, b, s.URL+"/fast"), "title: Fast")
+	res = call(t, ctx, b, "browser_open", sandbox.BrowserOpenArgs{URL: s.URL + "/hang"})
+	wantError(t, res, "the page did not finish loading within 3 s", "URL: "+s.URL+"/hang")
+	if strings.Contains(res.Output, "Fast") {
+		t.Fatalf("the timeout shows the previous page as the one that did not load:\n%s", res.Output)
+	}
 	wantOK(t, open(t, b, s.URL+"/fast"), "title: Fast")
 	if b.Starts() != 1 {
 		t.Fatalf("the timeout cost the browser: %d starts", b.Starts())
@@ -335,4 +351,68 @@ func TestPolicyForKeepsTheConfinement(t *testing.T) {
 	if base.Limits.Processes != 352 || base.Limits.AddressSpace != 0 {
 		t.Fatalf("policyFor changed the sandbox's own policy: %+v", base.Limits)
 	}
+}
+
+func TestCrashedPageRestarts(t *testing.T) {
+	b, s := simple(t)
+	wantOK(t, open(t, b, s.URL+"/"))
+	b.mu.Lock()
+	tab := b.cur.proc.tab
+	b.mu.Unlock()
+	// Page.crash crashes the renderer, as a renderer bug would; the
+	// answer never comes.
+	ctx, cancel := context.WithTimeout(tab, 2*time.Second)
+	defer cancel()
+	_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.Crash, cdp.Empty{})
+		return err
+	}))
+	wantOK(t, open(t, b, s.URL+"/"), "the previous browser had crashed; a new one was started")
+	if b.Starts() != 2 {
+		t.Fatalf("want a second start, got %d", b.Starts())
+	}
+}
+
+// Calls on the one browser take turns: all succeed, on one browser.
+func TestConcurrentCallsTakeTurns(t *testing.T) {
+	b, s := simple(t)
+	errs := make(chan string, 6)
+	for i := range 6 {
+		go func() {
+			var res tool.Result
+			if i%2 == 0 {
+				res = call(t, context.Background(), b, "browser_open", sandbox.BrowserOpenArgs{URL: s.URL + "/" + strconv.Itoa(i)})
+			} else {
+				res = call(t, context.Background(), b, "screenshot", sandbox.ScreenshotArgs{})
+			}
+			if res.IsError && !strings.Contains(res.Output, "no page is open") {
+				errs <- res.Output
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 6 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	if b.Starts() != 1 {
+		t.Fatalf("concurrent calls started %d browsers", b.Starts())
+	}
+}
+
+// A host that does not resolve, or a port nobody listens on, is an error
+// result saying so, not the proxy's page as if it were the site's.
+func TestOpenUnreachable(t *testing.T) {
+	b := newBrowser(t, netip.AddrPort{}, 30*time.Second)
+	wantError(t, open(t, b, "http://nonexistent.invalid/"), "http://nonexistent.invalid/ is not reachable from the sandbox's browser: nonexistent.invalid:80 does not resolve")
+	// A page that says what the proxy would say is still a page.
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "agentsfleet browser proxy: example.com:80 does not resolve", http.StatusBadGateway)
+	})
+	fake := newSite(t, mux)
+	b2 := newBrowser(t, fake.addr(), 30*time.Second)
+	wantError(t, open(t, b2, fake.URL+"/"), "HTTP 502 Bad Gateway", "<web_content")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -106,7 +107,7 @@ func checkURL(raw string) (*url.URL, string) {
 		if u.Scheme == "" {
 			return nil, fmt.Sprintf("url %.200q has no scheme: give an http or https address, such as https://%s", raw, raw)
 		}
-		return nil, fmt.Sprintf("url %.200q is a %s address: the browser opens http and https only", raw, u.Scheme)
+		return nil, fmt.Sprintf("url %.200q has the scheme %s: the browser opens http and https only", raw, u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return nil, fmt.Sprintf("url %.200q names no host", raw)
@@ -165,10 +166,10 @@ func (n *navigation) answer(u *url.URL, refusals []refusal, timeout time.Duratio
 	if r, ok := n.refusedBy(u, refusals); ok {
 		return tool.Errorf("browser_open: %s is not reachable from the sandbox's browser: %s", fence.URL(u), r)
 	}
-	if n.failed != "" && !n.committed {
+	final := n.finalURL(u)
+	if n.failed != "" && !n.committed && !timedOut {
 		return tool.Errorf("browser_open: %s could not be opened: %s", fence.URL(u), n.failed)
 	}
-	final := n.finalURL(u)
 	if timedOut {
 		var b strings.Builder
 		fmt.Fprintf(&b, "browser_open: the page did not finish loading within %s (waiting for %s); its loading was stopped.\n", seconds(timeout), n.wait)
@@ -184,7 +185,14 @@ func (n *navigation) answer(u *url.URL, refusals []refusal, timeout time.Duratio
 	if n.missing != "" {
 		return tool.Errorf("browser_open: %s", n.missing)
 	}
-	body := "title: " + n.read.Title + "\n\n" + cutText(n.read.Text)
+	if why, ok := n.unreachable(); ok {
+		return tool.Errorf("browser_open: %s is not reachable from the sandbox's browser: %s", final, why)
+	}
+	title := n.read.Title
+	if title == "" {
+		title = "(none)"
+	}
+	body := "title: " + title + "\n\n" + cutText(n.read.Text)
 	if n.read.Cut || len(n.read.Text) > maxText {
 		body += fence.CutNote(spec.PageCap)
 	}
@@ -194,6 +202,28 @@ func (n *navigation) answer(u *url.URL, refusals []refusal, timeout time.Duratio
 		return tool.Result{Output: fmt.Sprintf("browser_open: HTTP %d %s\n%s", n.status, http.StatusText(int(n.status)), out), IsError: true}
 	}
 	return tool.Text(out)
+}
+
+// unreachable is the proxy's answer when it could not reach the document's
+// host (a name that does not resolve, a refused connection): the page is
+// then the proxy's own, whose words are those of package proxy for the
+// document's host:port exactly, so a page cannot pass its words for them.
+func (n *navigation) unreachable() (string, bool) {
+	if n.status != http.StatusBadGateway && n.status != http.StatusGatewayTimeout {
+		return "", false
+	}
+	d := destOf(n.respURL)
+	if d.host == "" {
+		return "", false
+	}
+	host := net.JoinHostPort(d.host, d.port)
+	got := strings.TrimSpace(n.read.Text)
+	for _, why := range []string{host + " does not resolve", host + " refused the connection", "timed out reaching " + host, "cannot reach " + host} {
+		if got == "agentsfleet browser proxy: "+why {
+			return why, true
+		}
+	}
+	return "", false
 }
 
 // cutText cuts s to at most maxText bytes, on a character boundary.
