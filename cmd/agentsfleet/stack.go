@@ -36,6 +36,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/grants"
 )
 
@@ -231,7 +232,10 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	s.closers = append(s.closers, s.Funcs.Close)
 	s.Funcs.Register(invoke.Webtools, webSvc.Invoke)
 
-	s.Sandbox, err = local.New(local.Config{Workdir: o.Workdir, StateDir: o.StateDir, Env: o.Env, Binary: o.Sandboxd, Browser: o.Browser.Path})
+	s.Sandbox, err = local.New(local.Config{Workdir: o.Workdir, StateDir: o.StateDir, Env: o.Env, Binary: o.Sandboxd, Browser: o.Browser.Path,
+		// As webCfg admits it for the web tools: the browser in sandboxd
+		// follows the same egress policy.
+		TestAllowAddr: getenv(egress.AllowEnv)})
 	if err != nil {
 		return nil, err
 	}

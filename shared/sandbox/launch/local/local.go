@@ -59,6 +59,11 @@ type Config struct {
 	// (Browser is false), and such runs and starts fail wrapping
 	// launch.ErrNoBrowser.
 	Browser string
+	// TestAllowAddr, for tests only, is the one loopback ip:port the
+	// sandboxes' browser may reach (sandboxd's egress.AllowEnv, which
+	// sandboxd reads for itself and never gives its commands), as the
+	// stack's web tools admit it in this process. Empty admits none.
+	TestAllowAddr string
 	// Env names variables of this process's environment that commands get
 	// with their values, besides DefaultEnv (sandboxd --env). A name that
 	// may hold a secret is refused (see New).
@@ -91,6 +96,7 @@ type Launcher struct {
 	workdir, stateDir, data, workspace string
 	binary                             string
 	browser                            string   // Chromium, "" for none
+	allow                              string   // egress.AllowEnv's value, "" for none
 	env                                []string // --env names
 	idle, startTimeout, grace          time.Duration
 	log                                *lineLog // nil: no log
@@ -114,7 +120,7 @@ var (
 // AGENTSFLEET_ or LD_, or containing TOKEN, SECRET, KEY, PASSWORD, PASSWD
 // or CREDENTIAL (without regard to case), as sandboxd refuses them.
 func New(cfg Config) (*Launcher, error) {
-	l := &Launcher{idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace}
+	l := &Launcher{idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace, allow: cfg.TestAllowAddr}
 	if l.startTimeout <= 0 {
 		l.startTimeout = DefaultStartTimeout
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/local"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // nobody is the uid a workdir is given to, when the tests run as root, to
@@ -645,8 +646,8 @@ func TestWarmStartConnectStop(t *testing.T) {
 // TestBrowserCommandLine: the sandboxes of runs that need a browser, and
 // warm ones started with one, get sandboxd --browser with Config.Browser;
 // the others do not. sandboxd runs behind a wrapper that notes its
-// arguments and passes the rest on (--browser and its value left out, so
-// that the test holds with a sandboxd of before the browser work).
+// arguments; the Chromium is a stand-in, which sandboxd checks is a
+// program but starts only at the first browser_open.
 func TestBrowserCommandLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -658,13 +659,6 @@ func TestBrowserCommandLine(t *testing.T) {
 	for name, body := range map[string]string{
 		chromium: "exit 0",
 		wrapper: `printf '%s\n' "$@" > ` + dir + `/args.$$
-skip=0
-for a do
-	shift
-	if [ $skip = 1 ]; then skip=0; continue; fi
-	if [ "$a" = --browser ]; then skip=1; continue; fi
-	set -- "$@" "$a"
-done
 exec ` + sandboxdBin + ` "$@"`,
 	} {
 		if err := os.WriteFile(name, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -727,5 +721,26 @@ exec ` + sandboxdBin + ` "$@"`,
 	plain.Browser = filepath.Join(dir, "no-such-chromium")
 	if _, err := local.New(plain); err == nil || !strings.Contains(err.Error(), "Config.Browser") || !strings.Contains(err.Error(), "no-such-chromium") {
 		t.Errorf("New with a Browser that does not exist = %v, want an error naming it", err)
+	}
+}
+
+// TestTestAllowAddrReachesSandboxdAlone: Config.TestAllowAddr is in
+// sandboxd's environment, for its browser's egress policy, and never in
+// its commands'.
+func TestTestAllowAddrReachesSandboxdAlone(t *testing.T) {
+	t.Parallel()
+	cfg := fixture(t)
+	cfg.TestAllowAddr = "127.0.0.1:9"
+	l := newLauncher(t, cfg)
+	sb := acquire(t, l, spec("allow"))
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(l.PID("allow")) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(environ), "\x00"), egress.AllowEnv+"=127.0.0.1:9") {
+		t.Errorf("sandboxd's environment lacks %s=127.0.0.1:9", egress.AllowEnv)
+	}
+	if out := bash(t, sb, "env"); strings.Contains(out, egress.AllowEnv) {
+		t.Errorf("a command sees %s:\n%s", egress.AllowEnv, out)
 	}
 }

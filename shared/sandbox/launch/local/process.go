@@ -24,6 +24,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // process is one sandboxd serve.
@@ -109,6 +110,9 @@ func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout ti
 	// The token goes to sandboxd alone, which erases it at start; the rest
 	// of its environment is this process's, less what may hold a secret.
 	cmd.Env = append(sandboxdEnv(os.Environ()), wire.TokenEnv+"="+token)
+	if l.allow != "" {
+		cmd.Env = append(cmd.Env, egress.AllowEnv+"="+l.allow)
+	}
 	cmd.Dir = "/"
 	// Its own process group: a Ctrl-C at the terminal is for this
 	// process, which stops its sandboxes itself.
