@@ -25,8 +25,11 @@ $(MOTO): localstack/requirements.txt
 	touch $@
 
 ## tools: system tools the build and tests use: a C compiler and static libc
-## (sandboxd's confinement trampoline is C, built through cgo) and ripgrep.
-## Installs them with apt-get when root.
+## (sandboxd's confinement trampoline is C, built through cgo), ripgrep, and
+## Debian's chromium with a font (the browser tools of `make dev` and
+## `agentsfleet run`, and their tests). Installs them with apt-get when root;
+## otherwise a missing Chromium is only a warning (the browser tools say they
+## are not available).
 APT_INSTALL := apt-get install -y -qq --no-install-recommends
 tools:
 	@if ! command -v cc >/dev/null 2>&1 || ! echo 'int main(void){return 0;}' | cc -static -x c -o /dev/null - >/dev/null 2>&1; then \
@@ -39,6 +42,11 @@ tools:
 	    echo "installing ripgrep"; \
 	    ($(APT_INSTALL) ripgrep >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) ripgrep; }); \
 	  else echo "warning: rg (ripgrep) not found; grep tests use grep -rnE and rg comparisons skip"; fi; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing chromium"; \
+	    ($(APT_INSTALL) chromium fonts-liberation >/dev/null 2>&1 || { apt-get update -qq && $(APT_INSTALL) chromium fonts-liberation; }); \
+	  else echo "warning: no Chromium found (as root, make tools installs Debian's chromium; or set AGENTSFLEET_BROWSER): the browser tools are not available locally"; fi; }
 
 ## build: every binary for this machine into bin/ (sandboxd as the image
 ## builds it: static, see sandboximage.BuildFlags).
@@ -103,16 +111,19 @@ synth: lambdas
 	cd infra && $(CDK_ENV) CDK_OUTDIR=$(abspath $(CDK_OUT)) $(GO) run . $(SYNTH_ARGS)
 
 ## lint-template: cfn-lint (pinned in infra/requirements-lint.txt, set in
-## infra/cfnlintrc.yaml) over the template of both network layouts: the
-## public one in cdk.out, the private one in build/cdk.out-private. An
-## error or a warning fails.
+## infra/cfnlintrc.yaml) over the template of both network layouts and of
+## the browser sandboxes: the public one in cdk.out, the private one in
+## build/cdk.out-private, the public one with sandboxBrowser in
+## build/cdk.out-browser. An error or a warning fails.
 $(CFNLINT): $(MOTO) infra/requirements-lint.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r localstack/requirements.txt -r infra/requirements-lint.txt
 	touch $@
 lint-template: $(CFNLINT)
 	$(MAKE) --no-print-directory synth SYNTH_ARGS= CDK_OUT=cdk.out
 	$(MAKE) --no-print-directory synth SYNTH_ARGS="-c network=private" CDK_OUT=build/cdk.out-private
-	$(VENV)/bin/cfn-lint --config-file infra/cfnlintrc.yaml -- cdk.out/Agentsfleet.template.json build/cdk.out-private/Agentsfleet.template.json
+	$(MAKE) --no-print-directory synth SYNTH_ARGS="-c sandboxBrowser=true -c browserWarmPool=small=1" CDK_OUT=build/cdk.out-browser
+	$(VENV)/bin/cfn-lint --config-file infra/cfnlintrc.yaml -- cdk.out/Agentsfleet.template.json build/cdk.out-private/Agentsfleet.template.json \
+	  build/cdk.out-browser/Agentsfleet.template.json
 
 ## deploy: `cdk deploy` of the stack (cdk.json), DEPLOY_ARGS passed on
 ## ("-c network=private", "--profile p"). Needs AWS credentials and Docker.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 )
 
@@ -65,6 +66,45 @@ func stages(ins []instruction) [][]instruction {
 	return out
 }
 
+// stageName is the name a stage's FROM gives it ("" for none) and the
+// image it starts from.
+func stageName(from instruction) (image, name string) {
+	image, name, _ = strings.Cut(from.args, " AS ")
+	return strings.TrimSpace(image), strings.TrimSpace(name)
+}
+
+// image is stage i as built: the instructions of the stages it starts from
+// (FROM an earlier stage's name), then its own, its FROM left out; the
+// first instruction is the FROM of the external image at its root.
+func image(st [][]instruction, i int) []instruction {
+	from, _ := stageName(st[i][0])
+	for j := range i {
+		if _, name := stageName(st[j][0]); name != "" && name == from {
+			return append(image(st, j), st[i][1:]...)
+		}
+	}
+	return st[i]
+}
+
+// target is the index of the stage named name, or -1.
+func target(st [][]instruction, name string) int {
+	for i, stage := range st {
+		if _, n := stageName(stage[0]); n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// last is the last value of cmd in an image: what a later CMD overrides.
+func last(img []instruction, cmd string) []string {
+	got := find(img, cmd)
+	if len(got) == 0 {
+		return nil
+	}
+	return got[len(got)-1:]
+}
+
 func find(stage []instruction, cmd string) []string {
 	var out []string
 	for _, in := range stage {
@@ -90,7 +130,8 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 	if len(st) < 2 {
 		t.Fatalf("the Dockerfile has %d stages, want a multi-stage build", len(st))
 	}
-	build, final := st[0], st[len(st)-1]
+	// The default build (no --target) is the last stage, as built.
+	build, final := st[0], image(st, len(st)-1)
 
 	from := build[0].args
 	if !strings.Contains(from, "golang:") || !strings.HasSuffix(from, " AS build") {
@@ -111,7 +152,7 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 		t.Errorf("sandboxd is not built with CGO_ENABLED=1 and go build %s (sandboximage.BuildFlags): %q", wantFlags, runs)
 	}
 
-	if !regexp.MustCompile(`^debian:(trixie|bookworm)-slim$`).MatchString(final[0].args) {
+	if base, _ := stageName(final[0]); !regexp.MustCompile(`^debian:(trixie|bookworm)-slim$`).MatchString(base) {
 		t.Errorf("runtime FROM %q, want debian:trixie-slim or bookworm-slim", final[0].args)
 	}
 	runs = strings.Join(find(final, "RUN"), "\n")
@@ -169,7 +210,7 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 		t.Errorf("HEALTHCHECK %q, want CMD %q", health[0], sandboximage.HealthCheck())
 	}
 	for cmd, w := range map[string][]string{"ENTRYPOINT": sandboximage.Entrypoint(), "CMD": sandboximage.ServeArgs()} {
-		got := find(final, cmd)
+		got := last(final, cmd)
 		if len(got) != 1 || !slices.Equal(jsonArray(t, got[0]), w) {
 			t.Errorf("%s = %q, want %q", cmd, got, w)
 		}
@@ -185,6 +226,97 @@ func TestDockerfileMatchesTheImageConstants(t *testing.T) {
 	}
 	if !slices.Contains(sandboximage.HealthCheck(), "--tls") {
 		t.Errorf("the health check %q does not speak TLS, which sandboxd serves", sandboximage.HealthCheck())
+	}
+}
+
+// TestBrowserImage: the browser target is the default image with Debian's
+// chromium and a font, running sandboxd with --browser at Chromium's path
+// (sandboximage.BrowserServeArgs); the default build, the last stage, has
+// neither, so fleets without browser tools keep the small image.
+func TestBrowserImage(t *testing.T) {
+	t.Parallel()
+	st := stages(parseDockerfile(t))
+	i := target(st, sandboximage.BrowserTarget)
+	if i < 0 {
+		t.Fatalf("no stage named %s (docker build --target %s)", sandboximage.BrowserTarget, sandboximage.BrowserTarget)
+	}
+	if i == len(st)-1 {
+		t.Fatalf("the %s stage is the last: a build without --target would make the browser image", sandboximage.BrowserTarget)
+	}
+	browser, plain := image(st, i), image(st, len(st)-1)
+	// Both start from one stage, and the default one adds only its CMD:
+	// the browser image is the default image with Chromium.
+	own, plainOwn := st[i][1:], st[len(st)-1][1:]
+	if from, _ := stageName(st[i][0]); from != firstWord(st[len(st)-1][0].args) || len(plainOwn) != 1 || plainOwn[0].cmd != "CMD" {
+		t.Errorf("the %s stage starts FROM %s and the default one adds %v: want one stage under both, the default adding its CMD alone",
+			sandboximage.BrowserTarget, from, plainOwn)
+	}
+	if len(browser) != len(plain)-1+len(own) || !slices.Equal(browser[:len(plain)-1], plain[:len(plain)-1]) {
+		t.Errorf("the %s image is not the default image's base with Chromium", sandboximage.BrowserTarget)
+	}
+	runs := strings.Join(find(own, "RUN"), "\n")
+	installed := strings.Fields(regexp.MustCompile(`apt-get install[^&]*`).FindString(runs))
+	if !slices.Contains(installed, "chromium") || !(slices.Contains(installed, "fonts-liberation") || slices.Contains(installed, "fonts-dejavu-core")) {
+		t.Errorf("the %s stage installs %q; want Debian's chromium and a font package", sandboximage.BrowserTarget, installed)
+	}
+	if !strings.Contains(runs, "--no-install-recommends") || !strings.Contains(runs, "rm -rf /var/lib/apt/lists/*") {
+		t.Errorf("the %s stage's apt-get %q: want --no-install-recommends and the lists removed", sandboximage.BrowserTarget, runs)
+	}
+	if got := last(browser, "CMD"); len(got) != 1 || !slices.Equal(jsonArray(t, got[0]), sandboximage.BrowserServeArgs()) {
+		t.Errorf("the %s image's CMD = %q, want %q", sandboximage.BrowserTarget, got, sandboximage.BrowserServeArgs())
+	}
+	if args := sandboximage.BrowserServeArgs(); !slices.Equal(args[len(args)-2:], []string{"--browser", sandboximage.BrowserPath}) ||
+		!slices.Equal(args[:len(args)-2], sandboximage.ServeArgs()) || sandboximage.BrowserPath != "/usr/bin/chromium" {
+		t.Errorf("BrowserServeArgs = %q; want ServeArgs and --browser /usr/bin/chromium (where Debian's chromium is)", args)
+	}
+	if got := last(plain, "CMD"); len(got) != 1 || slices.Contains(jsonArray(t, got[0]), "--browser") {
+		t.Errorf("the default image's CMD %q passes --browser", got)
+	}
+	for _, in := range plain {
+		if strings.Contains(in.args, "chromium") {
+			t.Errorf("the default image has %s %s", in.cmd, in.args)
+		}
+	}
+	for _, in := range own {
+		switch in.cmd {
+		case "RUN", "CMD":
+		default:
+			t.Errorf("the %s stage has %s %s: it may add Chromium and its CMD alone", sandboximage.BrowserTarget, in.cmd, in.args)
+		}
+	}
+}
+
+// firstWord is s up to its first space.
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return w
+}
+
+// TestLastCMDIsTheDefaultImages: a reader of the Dockerfile's last CMD
+// (e2e/deployment, standing in for the image) gets the default image's.
+func TestLastCMDIsTheDefaultImages(t *testing.T) {
+	t.Parallel()
+	cmds := find(parseDockerfile(t), "CMD")
+	if len(cmds) == 0 || !slices.Equal(jsonArray(t, cmds[len(cmds)-1]), sandboximage.ServeArgs()) {
+		t.Errorf("the Dockerfile's CMDs %q; want the last to be the default image's, %q", cmds, sandboximage.ServeArgs())
+	}
+}
+
+// TestBrowserMemory: each sandbox size with a browser's memory added is
+// still a CPU and memory pairing Fargate accepts.
+func TestBrowserMemory(t *testing.T) {
+	t.Parallel()
+	// Fargate's memory range in MiB for each CPU, in steps of 1024.
+	valid := map[int][2]int{512: {1024, 4096}, 1024: {2048, 8192}, 2048: {4096, 16384}, 4096: {8192, 30720}}
+	for _, size := range fleet.SandboxSizes() {
+		mem := size.MemoryMiB() + sandboximage.BrowserMemoryMiB
+		r, ok := valid[size.CPU()]
+		if !ok || mem < r[0] || mem > r[1] || mem%1024 != 0 {
+			t.Errorf("size %s with a browser: %d CPU, %d MiB; not a Fargate pairing", size, size.CPU(), mem)
+		}
+	}
+	if sandboximage.BrowserMemoryMiB < 1024 {
+		t.Errorf("BrowserMemoryMiB = %d; Chromium needs about a gigabyte", sandboximage.BrowserMemoryMiB)
 	}
 }
 

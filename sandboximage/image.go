@@ -41,6 +41,25 @@ const (
 	WorkspaceDir = "/workspace"
 )
 
+// The browser image: the same image with Debian's chromium (and a font, so
+// that pages render their text), built from the Dockerfile's BrowserTarget
+// stage, for fleets whose Definition allows browser_open or screenshot.
+// The default build (no --target) stays without it: Chromium makes the
+// image some 400 MB larger and slower to pull on every cold start.
+const (
+	// BrowserTarget is the Dockerfile stage (docker build --target) of the
+	// browser image.
+	BrowserTarget = "browser"
+	// BrowserPath is where Debian's chromium package installs Chromium,
+	// which the browser image gives sandboxd (--browser).
+	BrowserPath = "/usr/bin/chromium"
+	// BrowserMemoryMiB is what a browser sandbox has in memory on top of
+	// its size's: headless Chromium needs about a gigabyte. Each sandbox
+	// size's memory plus this stays a pairing Fargate accepts with the
+	// size's CPU.
+	BrowserMemoryMiB = 1024
+)
+
 // BuildFlags are the go build flags of sandboxd, with CGO_ENABLED=1: the
 // confinement trampoline is C (shared/sandbox/confine/trampoline.c). The
 // binary is linked static, so that a confined command does not pay for the
@@ -69,6 +88,10 @@ func ServeArgs() []string {
 	return []string{"serve", "--listen", ListenAddr, "--tls-from-token", "--workdir", Workdir, "--agent", AgentDir,
 		"--data", DataDir, "--workspace", WorkspaceDir, "--user", strconv.Itoa(UID) + ":" + strconv.Itoa(GID)}
 }
+
+// BrowserServeArgs are the arguments the browser image runs sandboxd with:
+// ServeArgs and the Chromium it drives (--browser BrowserPath).
+func BrowserServeArgs() []string { return append(ServeArgs(), "--browser", BrowserPath) }
 
 // HealthCheck is the command a container health check runs (the
 // Dockerfile's HEALTHCHECK; ECS task definitions take the same command).

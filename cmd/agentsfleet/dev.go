@@ -63,8 +63,12 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	if err != nil {
 		return err
 	}
+	chromium, browserWarm, err := browserSetting(getenv)
+	if err != nil {
+		return err
+	}
 	st, err := startStack(ctx, stackOptions{Workdir: work, StateDir: *stateDir, Table: *tableName,
-		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Warm: warm, Sweep: time.Minute}, getenv)
+		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Warm: warm, Browser: chromium, BrowserWarm: browserWarm, Sweep: time.Minute}, getenv)
 	if err != nil {
 		return err
 	}
@@ -125,6 +129,10 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 			pool.FormatTargets(st.Warm), pool.TargetsEnv, work, checkpointBucket)
 	} else {
 		fmt.Fprintf(out, "sandboxes      a local sandboxd process per run, over %s (fleets' folders in %s)\n", work, filepath.Join(*stateDir, "agents"))
+	}
+	fmt.Fprintf(out, "browser tools  %s\n", chromium)
+	if pool.FormatTargets(st.BrowserWarm) != "none" {
+		fmt.Fprintf(out, "               %s idle local sandboxd with Chromium kept (%s)\n", pool.FormatTargets(st.BrowserWarm), pool.BrowserTargetsEnv)
 	}
 	if slices.Contains(loaded, tryFleet) {
 		hookFile, err := writeDevHookSecret(ctx, st.Store, *stateDir, tryFleet)

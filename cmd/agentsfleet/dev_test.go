@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestDevServesTheAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- dev(ctx, []string{"--workdir", openDir(t), "--state", state, "--table", "dev-test"}, pw, io.Discard,
-			runEnv(map[string]string{"AGENTSFLEET_ADDR": "127.0.0.1:0", "AGENTSFLEET_SANDBOX_WARM": "small=0"}))
+			runEnv(map[string]string{"AGENTSFLEET_ADDR": "127.0.0.1:0", "AGENTSFLEET_SANDBOX_WARM": "small=0", envBrowser: browserOff}))
 		pw.Close()
 	}()
 	var base string
@@ -43,6 +44,9 @@ func TestDevServesTheAPI(t *testing.T) {
 	go io.Copy(io.Discard, pr)
 	if base == "" {
 		t.Fatalf("dev printed no API line:\n%s", strings.Join(printed, "\n"))
+	}
+	if want := "browser tools  not available: AGENTSFLEET_BROWSER=off turns them off"; !slices.Contains(printed, want) {
+		t.Errorf("dev printed no %q:\n%s", want, strings.Join(printed, "\n"))
 	}
 	keyFile := filepath.Join(state, "api-key")
 	fi, err := os.Stat(keyFile)

@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr, os.Getenv)
 	case "tools":
-		return tools(args[1:], stdout)
+		return tools(args[1:], stdout, os.Getenv)
 	case "table":
 		return table(ctx, args[1:], stdout)
 	case "dev":

@@ -22,6 +22,7 @@ var linuxOnly = map[string]string{
 	"shared/sandbox/server":            "sandboxd's HTTP API and tools, which start processes through confine",
 	"shared/sandbox/session":           "exec_command and write_stdin: process groups started through confine, a Linux pty",
 	"shared/sandbox/shell":             "bash and grep, started through confine",
+	"shared/sandbox/browser":           "browser_open and screenshot: Chromium, started through confine",
 	"shared/sandbox/launch/launchtest": "a Launcher for tests that serves sandboxd's server in process",
 }
 

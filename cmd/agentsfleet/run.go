@@ -76,6 +76,10 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	if err != nil {
 		return err
 	}
+	chromium, browserWarm, err := browserSetting(getenv)
+	if err != nil {
+		return err
+	}
 	var view viewer
 	if *output == "json" {
 		view = &jsonView{out: stdout}
@@ -83,11 +87,14 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		view = newTextView(stdout, isTerminal(stdout))
 	}
 	st, err := startStack(ctx, stackOptions{Workdir: work, StateDir: stateDir, Table: "agentsfleet-run", Env: env,
-		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Observer: view.note, Warm: warm}, getenv)
+		Sandboxd: getenv("AGENTSFLEET_SANDBOXD"), Observer: view.note, Warm: warm, Browser: chromium, BrowserWarm: browserWarm}, getenv)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	// On stderr: stdout is the run's events, one JSON object a line with
+	// --output json.
+	fmt.Fprintf(stderr, "browser tools: %s\n", chromium)
 	view.started(def.Name, st.Model.About, work)
 
 	if _, err := st.Store.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash()}); errors.Is(err, fault.FleetExists) {

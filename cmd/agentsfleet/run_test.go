@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	afrun "github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // sandboxdBin is sandboxd built once for the run tests.
@@ -137,5 +141,109 @@ func TestRunUsage(t *testing.T) {
 		if !errors.Is(err, errUsage) {
 			t.Errorf("run %q = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestRunSaysWhetherBrowserToolsAreAvailable: `agentsfleet run` prints its
+// browser line on stderr (stdout keeps the events), and without a Chromium
+// refuses a Definition allowing screenshot before the model, saying why.
+func TestRunSaysWhetherBrowserToolsAreAvailable(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	dir := t.TempDir()
+	plain, shots := filepath.Join(dir, "demo.toml"), filepath.Join(dir, "shots.toml")
+	os.WriteFile(plain, []byte(demoFleet), 0o644)
+	os.WriteFile(shots, []byte(strings.Replace(demoFleet, `"bash"]`, `"bash", "screenshot"]`, 1)), 0o644)
+
+	chromium := fakeChromium(t)
+	var out, errOut bytes.Buffer
+	if err := runCmd(context.Background(), []string{"-f", plain, "--workdir", work, "--state", t.TempDir(), "--output", "json", "look"}, &out, &errOut,
+		runEnv(map[string]string{envBrowser: chromium})); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	if want := "browser tools: Chromium at " + chromium + "\n"; !strings.Contains(errOut.String(), want) || strings.Contains(out.String(), "browser tools") {
+		t.Errorf("stderr %q, stdout %q; want %q on stderr alone", errOut.String(), out.String(), want)
+	}
+
+	out.Reset()
+	errOut.Reset()
+	err := runCmd(context.Background(), []string{"-f", shots, "--workdir", work, "--state", t.TempDir(), "--output", "json", "look"}, &out, &errOut,
+		runEnv(map[string]string{envBrowser: "off"}))
+	if !errors.Is(err, errRunFailed) {
+		t.Fatalf("run of a Definition allowing screenshot, browser off = %v, want a failed run", err)
+	}
+	if want := "browser tools: not available: AGENTSFLEET_BROWSER=off turns them off\n"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	var end afrun.RunEnded
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev afrun.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == afrun.EventRunEnded {
+			json.Unmarshal(ev.Data, &end)
+		}
+	}
+	if end.Error == nil || end.Error.Code != afrun.CodeDefinition || !strings.Contains(end.Error.Message, `"screenshot"`) ||
+		!strings.Contains(end.Error.Message, "AGENTSFLEET_BROWSER=off") {
+		t.Errorf("run.ended %+v; want %s naming screenshot and why there is no browser", end, afrun.CodeDefinition)
+	}
+}
+
+// TestRunBrowserEndToEnd: `agentsfleet run` of a Definition allowing the
+// browser tools, on a machine with Chromium, gives the run a sandboxd with
+// --browser (the runner asks for one, the local launcher passes it), whose
+// Chromium opens a page of this test (admitted by the egress policy's test
+// escape hatch, which reaches sandboxd) and screenshots it.
+func TestRunBrowserEndToEnd(t *testing.T) {
+	t.Parallel()
+	found, err := findBrowser(os.Getenv, exec.LookPath)
+	if err != nil || found.Path == "" {
+		t.Skipf("no Chromium on this machine (%s): as root, make tools installs it", found.Why)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<title>Dock</title><p>the ship is in the dock</p>")
+	}))
+	defer site.Close()
+	dir := t.TempDir()
+	def, script := filepath.Join(dir, "shots.toml"), filepath.Join(dir, "browse.toml")
+	os.WriteFile(def, []byte(strings.Replace(demoFleet, `"bash"]`, `"bash", "browser_open", "screenshot"]`, 1)), 0o644)
+	os.WriteFile(script, []byte(`
+[[turn]]
+[[turn.tool_call]]
+name = "browser_open"
+arguments = { url = "`+site.URL+`/dock" }
+[[turn]]
+[[turn.tool_call]]
+name = "screenshot"
+arguments = {}
+[[turn]]
+text = "looked"
+`), 0o644)
+	var out, errOut bytes.Buffer
+	err = runCmd(context.Background(), []string{"-f", def, "--workdir", openDir(t), "--state", t.TempDir(), "--output", "json", "look at the dock"}, &out, &errOut,
+		runEnv(map[string]string{"AGENTSFLEET_MODEL_SCRIPT": script, envBrowser: found.Path, egress.AllowEnv: strings.TrimPrefix(site.URL, "http://")}))
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	if want := "browser tools: Chromium at " + found.Path; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+	results := map[string]afrun.ToolResult{}
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev afrun.Event
+		var r afrun.ToolResult
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == afrun.EventToolResult && json.Unmarshal(ev.Data, &r) == nil {
+			results[r.Name] = r
+		}
+	}
+	if r := results["browser_open"]; r.IsError || !strings.Contains(r.Output, "the ship is in the dock") {
+		t.Errorf("browser_open = %+v, want the page's text", r)
+	}
+	if r, ok := results["screenshot"]; !ok || r.IsError {
+		t.Errorf("screenshot = %+v (%v), want a picture", r, ok)
 	}
 }

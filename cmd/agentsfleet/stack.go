@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +36,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/grants"
 )
 
@@ -72,9 +74,10 @@ type stack struct {
 	// their _ARN in the emulator's Secrets Manager).
 	Slack *slack.Function
 	// Pool is the warm pool over Sandbox, nil without one.
-	Pool    *pool.Pool
-	Warm    map[fleet.SandboxSize]int // the pool's targets
-	closers []func()
+	Pool        *pool.Pool
+	Warm        map[fleet.SandboxSize]int // the pool's targets
+	BrowserWarm map[fleet.SandboxSize]int // its targets of sandboxes with a browser
+	closers     []func()
 }
 
 // stackOptions say where the stack keeps things and who watches it.
@@ -84,12 +87,19 @@ type stackOptions struct {
 	Table    string
 	Env      []string // variables the sandboxes' commands also get, besides PATH
 	Sandboxd string   // the sandboxd binary; "" finds it beside agentsfleet or on PATH
+	// Browser is the Chromium the sandboxes of runs that allow a display
+	// tool get (findBrowser); without one such runs are refused, saying
+	// Browser.Why.
+	Browser  browser
 	Observer func(runner.Note)
 	Log      *slog.Logger
 	// Warm, when any size is above 0, keeps that many idle sandboxes of
 	// each size in a pool (pool.ParseTargets reads them); they are started
 	// before startStack returns.
 	Warm map[fleet.SandboxSize]int
+	// BrowserWarm is the same for sandboxes with a browser
+	// (pool.ParseBrowserTargets), kept apart; it needs a Browser.
+	BrowserWarm map[fleet.SandboxSize]int
 	// Sweep, when above 0, sweeps the pool that often (idle sandboxes past
 	// their age stopped, dead ones forgotten, the pool topped up).
 	Sweep time.Duration
@@ -110,6 +120,26 @@ func warmSetting(getenv func(string) string, def string) (map[fleet.SandboxSize]
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	return warm, nil
+}
+
+// browserSetting finds this machine's Chromium (findBrowser) and reads
+// AGENTSFLEET_SANDBOX_BROWSER_WARM, the idle sandboxes with a browser to
+// keep (none when unset): a usage error when it is wrong, or when it asks
+// for some and there is no Chromium.
+func browserSetting(getenv func(string) string) (browser, map[fleet.SandboxSize]int, error) {
+	b, err := findBrowser(getenv, exec.LookPath)
+	if err != nil {
+		return browser{}, nil, err
+	}
+	warm, err := pool.BrowserTargetsFromEnv(getenv)
+	if err != nil {
+		return browser{}, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if len(warm) > 0 && b.Path == "" {
+		return browser{}, nil, fmt.Errorf("%w: %s=%s keeps sandboxes with a browser, but there is none: %s",
+			errUsage, pool.BrowserTargetsEnv, pool.FormatTargets(warm), b.Why)
+	}
+	return b, warm, nil
 }
 
 const checkpointBucket = "agentsfleet-checkpoints"
@@ -202,7 +232,10 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	s.closers = append(s.closers, s.Funcs.Close)
 	s.Funcs.Register(invoke.Webtools, webSvc.Invoke)
 
-	s.Sandbox, err = local.New(local.Config{Workdir: o.Workdir, StateDir: o.StateDir, Env: o.Env, Binary: o.Sandboxd})
+	s.Sandbox, err = local.New(local.Config{Workdir: o.Workdir, StateDir: o.StateDir, Env: o.Env, Binary: o.Sandboxd, Browser: o.Browser.Path,
+		// As webCfg admits it for the web tools: the browser in sandboxd
+		// follows the same egress policy.
+		TestAllowAddr: getenv(egress.AllowEnv)})
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +272,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	}
 
 	var sandboxes launch.Launcher = s.Sandbox
-	if pool.FormatTargets(o.Warm) != "none" {
+	if pool.FormatTargets(o.Warm) != "none" || pool.FormatTargets(o.BrowserWarm) != "none" {
 		if sandboxes, err = s.startPool(ctx, o, log); err != nil {
 			return nil, err
 		}
@@ -250,6 +283,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		Model:        s.Model.Model,
 		DefaultModel: s.Model.DefaultModel,
 		Sandboxes:    sandboxes,
+		NoBrowser:    o.Browser.Why,
 		Invoker:      s.Funcs,
 		Blobs:        runner.S3Blobs{Client: s3c, Bucket: checkpointBucket},
 		// Used only with the pool: the local launcher alone keeps each
@@ -279,11 +313,11 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 // table, and fills it. Closing the stack drains it: every sandboxd it
 // started is stopped and its record dropped.
 func (s *stack) startPool(ctx context.Context, o stackOptions, log *slog.Logger) (*pool.Pool, error) {
-	p, err := pool.New(pool.Config{Starter: s.Sandbox, Records: s.Store, Target: o.Warm, Logger: log})
+	p, err := pool.New(pool.Config{Starter: s.Sandbox, Records: s.Store, Target: o.Warm, BrowserTarget: o.BrowserWarm, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	s.Pool, s.Warm = p, o.Warm
+	s.Pool, s.Warm, s.BrowserWarm = p, o.Warm, o.BrowserWarm
 	sweeps, stopSweeps := context.WithCancel(context.Background())
 	var sweeping sync.WaitGroup
 	s.closers = append(s.closers, func() {
@@ -295,7 +329,10 @@ func (s *stack) startPool(ctx context.Context, o stackOptions, log *slog.Logger)
 			log.Warn("stop the warm sandboxes", "err", err)
 		}
 	})
-	for size := range o.Warm {
+	for _, size := range fleet.SandboxSizes() {
+		if o.Warm[size] == 0 && o.BrowserWarm[size] == 0 {
+			continue
+		}
 		if _, err := p.TopUp(ctx, size); err != nil {
 			return nil, fmt.Errorf("fill the warm pool: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -27,8 +28,10 @@ type toolJSON struct {
 // tools lists every tool agentsfleet knows: where it runs, the scope a key
 // needs to allow it, whether this deployment can run it, and what the model
 // is told (description and argument schema). With --output json it prints a
-// JSON array of toolJSON; names given after the flags narrow the list.
-func tools(args []string, out io.Writer) error {
+// JSON array of toolJSON; names given after the flags narrow the list. The
+// display tools are available when this machine has a Chromium for the
+// local sandboxes (findBrowser), as `agentsfleet run` and `dev` find it.
+func tools(args []string, out io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	output := fs.String("output", "text", "text or json")
@@ -50,7 +53,11 @@ func tools(args []string, out io.Writer) error {
 		}
 		all = picked
 	}
-	available := fleet.AvailableTools(false) // no sandbox image carries a browser yet
+	chromium, err := findBrowser(getenv, exec.LookPath)
+	if err != nil {
+		return err
+	}
+	available := chromium.available()
 	list := make([]toolJSON, len(all))
 	for i, e := range all {
 		list[i] = toolJSON{
@@ -72,7 +79,10 @@ func tools(args []string, out io.Writer) error {
 		if t.Builtin {
 			fmt.Fprint(out, ", built-in")
 		}
-		if !t.Available {
+		switch {
+		case !t.Available && t.RunsIn == fleet.InDisplay:
+			fmt.Fprintf(out, ", not available here: %s", chromium.Why)
+		case !t.Available:
 			fmt.Fprint(out, ", not available in this deployment")
 		}
 		fmt.Fprintf(out, "\n  %s\n\n", t.Summary)

@@ -15,7 +15,7 @@ import (
 func TestToolsJSON(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"tools", "--output", "json"}, &out, &out); err != nil {
+	if err := tools([]string{"--output", "json"}, &out, browserEnv(browserOff)); err != nil {
 		t.Fatal(err)
 	}
 	var list []toolJSON
@@ -40,14 +40,14 @@ func TestToolsJSON(t *testing.T) {
 func TestToolsText(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"tools", "read", "screenshot"}, &out, &out); err != nil {
+	if err := tools([]string{"read", "screenshot"}, &out, browserEnv(browserOff)); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		"read — runs in the sandbox, scope tools:files, built-in\n",
 		"    Reads a text file and returns its lines numbered",
 		"  schema: " + string(sandbox.Read.Schema()) + "\n",
-		"screenshot — runs in the display, scope tools:browser, not available in this deployment\n",
+		"screenshot — runs in the display, scope tools:browser, not available here: AGENTSFLEET_BROWSER=off turns them off\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -65,5 +65,37 @@ func TestToolsUsage(t *testing.T) {
 		if err := run(context.Background(), args, &out, &out); !errors.Is(err, errUsage) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
+	}
+}
+
+// browserEnv is an environment with AGENTSFLEET_BROWSER=v alone.
+func browserEnv(v string) func(string) string {
+	return func(k string) string {
+		if k == envBrowser {
+			return v
+		}
+		return ""
+	}
+}
+
+// TestToolsWithChromium: with a Chromium found, the display tools are
+// available, as the local sandboxes then give them a browser.
+func TestToolsWithChromium(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := tools([]string{"--output", "json", "browser_open", "screenshot", "read"}, &out, browserEnv(fakeChromium(t))); err != nil {
+		t.Fatal(err)
+	}
+	var list []toolJSON
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil || len(list) != 3 {
+		t.Fatalf("tools = %s, %v; want three", out.String(), err)
+	}
+	for _, tool := range list {
+		if !tool.Available {
+			t.Errorf("%s not available with a Chromium", tool.Name)
+		}
+	}
+	if err := tools(nil, &out, browserEnv("/no/such/chromium")); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "/no/such/chromium") {
+		t.Errorf("tools with AGENTSFLEET_BROWSER=/no/such/chromium = %v, want a usage error naming it", err)
 	}
 }

@@ -43,6 +43,12 @@
 //	                                     false: the private layout, the runner in the VPC
 //	AGENTSFLEET_SANDBOX_WARM             optional: idle tasks kept per size, such as small=2,medium=1
 //	                                     (unset: none kept; shared/sandbox/launch/pool.ParseTargets)
+//	AGENTSFLEET_SANDBOX_BROWSER_TASK_DEFINITION  optional: the browser image's task definition (headless
+//	                                     Chromium, for browser_open and screenshot); without it a Definition
+//	                                     allowing them is refused before the model, naming this setting
+//	AGENTSFLEET_SANDBOX_BROWSER_WARM     optional: idle tasks with a browser kept per size, in the form of
+//	                                     AGENTSFLEET_SANDBOX_WARM and apart from those (it needs the browser
+//	                                     task definition)
 //
 // The tasks always go through a pool (shared/sandbox/launch/pool) whose
 // records are in the table, even with no idle task kept (every size at 0):

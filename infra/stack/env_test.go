@@ -27,7 +27,7 @@ func TestFunctionSettings(t *testing.T) {
 	_, every := synth(t, map[string]string{stack.CtxModelProvider: "openai", stack.CtxModel: "gpt-5", stack.CtxWarmPool: "small=1",
 		stack.CtxSearchBackend: "searxng", stack.CtxSearchURL: "https://search.example.com/", stack.CtxSlackDefaultFleet: "triage"})
 	templates := map[string]map[string]any{"every option": every}
-	for _, name := range []string{"public", "private", "anthropic"} {
+	for _, name := range []string{"public", "private", "anthropic", "browser"} {
 		_, m := layout(t, name)
 		templates[name] = m
 	}
@@ -77,7 +77,8 @@ func TestFunctionSettings(t *testing.T) {
 	}
 	// The optional settings the stack gives when asked reach the functions.
 	for fn, want := range map[string][]string{
-		"runner":   {"AGENTSFLEET_MODEL", "AGENTSFLEET_SANDBOX_WARM", "AGENTSFLEET_MODEL_KEYS_ARN"},
+		"runner": {"AGENTSFLEET_MODEL", "AGENTSFLEET_SANDBOX_WARM", "AGENTSFLEET_MODEL_KEYS_ARN",
+			"AGENTSFLEET_SANDBOX_BROWSER_TASK_DEFINITION", "AGENTSFLEET_SANDBOX_BROWSER_WARM"},
 		"webtools": {"AGENTSFLEET_SEARCH_BACKEND", "AGENTSFLEET_SEARCH_URL", "AGENTSFLEET_SEARCH_API_KEY_SECRET"},
 		"slack":    {"AGENTSFLEET_SLACK_DEFAULT_FLEET"},
 	} {

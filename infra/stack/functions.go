@@ -174,6 +174,14 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	if s.WarmPool != "" {
 		runnerEnv[pool.TargetsEnv] = s.WarmPool
 	}
+	taskDefs := []string{*st.Sandbox.Task.TaskDefinitionArn()}
+	if st.Sandbox.BrowserTask != nil {
+		runnerEnv[ecs.EnvBrowserTaskDefinition] = *st.Sandbox.BrowserTask.TaskDefinitionArn()
+		taskDefs = append(taskDefs, *st.Sandbox.BrowserTask.TaskDefinitionArn())
+		if s.BrowserWarmPool != "" {
+			runnerEnv[pool.BrowserTargetsEnv] = s.BrowserWarmPool
+		}
+	}
 	// The providers' API keys stay in Secrets Manager, out of the
 	// function's configuration: the runner reads ModelKeys on its first
 	// model call (shared/model/provider), and only the runner may.
@@ -197,12 +205,13 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	runnerFn.role.AddToPolicy(allow([]string{"s3:GetObject", "s3:PutObject"},
 		[]string{*st.Bucket.ArnForObjects(jsii.String(CheckpointPrefix + "*")), *st.Bucket.ArnForObjects(jsii.String(FleetsPrefix + "*"))}, nil))
 	runnerFn.role.AddToPolicy(allow([]string{"s3:ListBucket"}, []string{*st.Bucket.BucketArn()}, nil))
-	// The sandbox tasks: this task definition, on this cluster, passing
-	// the execution role alone (the task has no role to pass).
+	// The sandbox tasks: these task definitions (the browser image's too,
+	// when built), on this cluster, passing the execution role they share
+	// alone (the tasks have no role to pass).
 	cluster := map[string]any{"ArnEquals": map[string]any{"ecs:cluster": *st.Sandbox.Cluster.ClusterArn()}}
 	tasks := *stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ecs"), Resource: jsii.String("task"),
 		ResourceName: jsii.String(*st.Sandbox.Cluster.ClusterName() + "/*")})
-	runnerFn.role.AddToPolicy(allow([]string{"ecs:RunTask"}, []string{*st.Sandbox.Task.TaskDefinitionArn()}, cluster))
+	runnerFn.role.AddToPolicy(allow([]string{"ecs:RunTask"}, taskDefs, cluster))
 	runnerFn.role.AddToPolicy(allow([]string{"ecs:StopTask", "ecs:DescribeTasks"}, []string{tasks}, cluster))
 	// RunTask tags each task with its run (or the pool): tagging at
 	// creation needs ecs:TagResource, for RunTask alone.

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecrassets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
@@ -25,9 +26,12 @@ type Sandbox struct {
 	Group awsec2.SecurityGroup
 	// RunnerGroup is the runner's security group in the private layout
 	// (nil in the public one, where the runner is in no VPC).
-	RunnerGroup   awsec2.SecurityGroup
-	Cluster       awsecs.Cluster
-	Task          awsecs.FargateTaskDefinition
+	RunnerGroup awsec2.SecurityGroup
+	Cluster     awsecs.Cluster
+	Task        awsecs.FargateTaskDefinition
+	// BrowserTask is the browser image's task definition, nil unless
+	// Settings.SandboxBrowser.
+	BrowserTask   awsecs.FargateTaskDefinition
 	ExecutionRole awsiam.Role
 }
 
@@ -104,11 +108,27 @@ func newSandbox(stack awscdk.Stack, s Settings) *Sandbox {
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("ecs-tasks.amazonaws.com"), nil),
 		Description: jsii.String("agentsfleet sandboxes: ECS pulls the image and writes logs (no task role)"),
 	})
+	logs := logGroup(stack, "SandboxLogs", "/agentsfleet/"+Name+"/sandbox", s)
 	size := sandboxSize
-	sb.Task = awsecs.NewFargateTaskDefinition(stack, jsii.String("SandboxTask"), &awsecs.FargateTaskDefinitionProps{
-		Family:              jsii.String(Name + "-sandbox"),
-		Cpu:                 jsii.Number(size.CPU()),
-		MemoryLimitMiB:      jsii.Number(size.MemoryMiB()),
+	sb.Task = sb.taskDefinition(stack, s, logs, "SandboxTask", Name+"-sandbox", size.MemoryMiB(), "", "sandbox")
+	if s.SandboxBrowser {
+		// Chromium's memory on top, as the launcher adds it to each size
+		// (sandboximage.BrowserMemoryMiB): 0.5 vCPU with 2 GiB.
+		sb.BrowserTask = sb.taskDefinition(stack, s, logs, "SandboxBrowserTask", Name+"-sandbox-browser",
+			size.MemoryMiB()+sandboximage.BrowserMemoryMiB, sandboximage.BrowserTarget, "browser")
+	}
+	return sb
+}
+
+// taskDefinition is a sandbox task definition of the smallest size's CPU
+// and memoryMiB, whose container runs the image built from the
+// Dockerfile's target (the default image when empty), logging to logs
+// under streamPrefix.
+func (sb *Sandbox) taskDefinition(stack awscdk.Stack, s Settings, logs awslogs.LogGroup, id, family string, memoryMiB int, target, streamPrefix string) awsecs.FargateTaskDefinition {
+	task := awsecs.NewFargateTaskDefinition(stack, jsii.String(id), &awsecs.FargateTaskDefinitionProps{
+		Family:              jsii.String(family),
+		Cpu:                 jsii.Number(sandboxSize.CPU()),
+		MemoryLimitMiB:      jsii.Number(memoryMiB),
 		EphemeralStorageGiB: jsii.Number(s.EphemeralStorageGiB),
 		RuntimePlatform: &awsecs.RuntimePlatform{
 			CpuArchitecture:       awsecs.CpuArchitecture_ARM64(),
@@ -118,21 +138,24 @@ func newSandbox(stack awscdk.Stack, s Settings) *Sandbox {
 	})
 	// No task role: CDK makes one by default; the sandbox must have none,
 	// so that nothing in it can reach AWS credentials.
-	sb.Task.Node().TryRemoveChild(jsii.String("TaskRole"))
-	sb.Task.Node().DefaultChild().(awsecs.CfnTaskDefinition).AddPropertyDeletionOverride(jsii.String("TaskRoleArn"))
+	task.Node().TryRemoveChild(jsii.String("TaskRole"))
+	task.Node().DefaultChild().(awsecs.CfnTaskDefinition).AddPropertyDeletionOverride(jsii.String("TaskRoleArn"))
 
-	logs := logGroup(stack, "SandboxLogs", "/agentsfleet/"+Name+"/sandbox", s)
 	health := append([]string{"CMD"}, sandboximage.HealthCheck()...)
-	sb.Task.AddContainer(jsii.String(ecs.DefaultContainer), &awsecs.ContainerDefinitionOptions{
+	image := &awsecs.AssetImageProps{
+		File:     jsii.String("sandboximage/Dockerfile"),
+		Platform: awsecrassets.Platform_LINUX_ARM64(),
+		Exclude:  jsii.Strings(imageExcludes...),
+	}
+	if target != "" {
+		image.Target = jsii.String(target)
+	}
+	task.AddContainer(jsii.String(ecs.DefaultContainer), &awsecs.ContainerDefinitionOptions{
 		ContainerName: jsii.String(ecs.DefaultContainer),
 		// The image's ENTRYPOINT and CMD run as built; the user is left
 		// unset, as sandboximage.User says: tini and sandboxd start as
 		// root and sandboxd drops to the agent user for every command.
-		Image: awsecs.ContainerImage_FromAsset(jsii.String(s.Root), &awsecs.AssetImageProps{
-			File:     jsii.String("sandboximage/Dockerfile"),
-			Platform: awsecrassets.Platform_LINUX_ARM64(),
-			Exclude:  jsii.Strings(imageExcludes...),
-		}),
+		Image:        awsecs.ContainerImage_FromAsset(jsii.String(s.Root), image),
 		Essential:    jsii.Bool(true),
 		PortMappings: &[]*awsecs.PortMapping{{ContainerPort: jsii.Number(sandboximage.Port), Protocol: awsecs.Protocol_TCP}},
 		HealthCheck: &awsecs.HealthCheck{
@@ -142,7 +165,7 @@ func newSandbox(stack awscdk.Stack, s Settings) *Sandbox {
 			StartPeriod: awscdk.Duration_Seconds(jsii.Number(5)),
 			Retries:     jsii.Number(3),
 		},
-		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String("sandbox"), LogGroup: logs}),
+		Logging: awsecs.LogDriver_AwsLogs(&awsecs.AwsLogDriverProps{StreamPrefix: jsii.String(streamPrefix), LogGroup: logs}),
 	})
-	return sb
+	return task
 }

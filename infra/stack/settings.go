@@ -45,6 +45,18 @@ type Settings struct {
 	// WarmPool is the runner's AGENTSFLEET_SANDBOX_WARM, idle tasks kept per
 	// size such as "small=2" (context "warmPool", default none).
 	WarmPool string
+	// SandboxBrowser builds the browser image (the sandbox image with
+	// headless Chromium, sandboximage.BrowserTarget) and its own task
+	// definition, which the runner gives the runs whose Definition allows
+	// browser_open or screenshot (context "sandboxBrowser", default false:
+	// the image is some 400 MB larger and its tasks have a gigabyte more
+	// memory, so it is built only when asked; without it such Definitions
+	// are refused, naming the setting).
+	SandboxBrowser bool
+	// BrowserWarmPool is the runner's AGENTSFLEET_SANDBOX_BROWSER_WARM, idle
+	// tasks with a browser kept per size, as WarmPool (context
+	// "browserWarmPool", default none; it needs SandboxBrowser).
+	BrowserWarmPool string
 	// EphemeralStorageGiB is each sandbox task's disk, 21 to 200 (context
 	// "ephemeralStorageGiB", default 21, Fargate's free size).
 	EphemeralStorageGiB int
@@ -107,6 +119,8 @@ const (
 	CtxNATGateways        = "natGateways"
 	CtxDeletionProtection = "deletionProtection"
 	CtxWarmPool           = "warmPool"
+	CtxSandboxBrowser     = "sandboxBrowser"
+	CtxBrowserWarmPool    = "browserWarmPool"
 	CtxEphemeralStorage   = "ephemeralStorageGiB"
 	CtxSandboxEgress      = "sandboxEgress"
 	CtxLogRetentionDays   = "logRetentionDays"
@@ -123,7 +137,7 @@ const (
 )
 
 // ContextKeys lists every key FromContext reads.
-var ContextKeys = []string{CtxNetwork, CtxNATGateways, CtxDeletionProtection, CtxWarmPool, CtxEphemeralStorage,
+var ContextKeys = []string{CtxNetwork, CtxNATGateways, CtxDeletionProtection, CtxWarmPool, CtxSandboxBrowser, CtxBrowserWarmPool, CtxEphemeralStorage,
 	CtxSandboxEgress, CtxLogRetentionDays, CtxCheckpointDays, CtxModelProvider, CtxModel, CtxFleetSecrets,
 	CtxSearchBackend, CtxSearchURL, CtxSearchAPIKeySecret, CtxRunnerConcurrency, CtxLambdaDir, CtxSlackDefaultFleet}
 
@@ -165,12 +179,14 @@ func FromContext(root string, get func(key string) any) (Settings, error) {
 			return Settings{}, fmt.Errorf("context %s=%q: want %s (the default) or %s", CtxNetwork, v, Public, Private)
 		}
 	}
-	if v, ok := str(CtxDeletionProtection); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return Settings{}, fmt.Errorf("context %s=%q: want true or false", CtxDeletionProtection, v)
+	for key, dst := range map[string]*bool{CtxDeletionProtection: &s.DeletionProtection, CtxSandboxBrowser: &s.SandboxBrowser} {
+		if v, ok := str(key); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return Settings{}, fmt.Errorf("context %s=%q: want true or false", key, v)
+			}
+			*dst = b
 		}
-		s.DeletionProtection = b
 	}
 	for _, n := range []struct {
 		key    string
@@ -195,6 +211,16 @@ func FromContext(root string, get func(key string) any) (Settings, error) {
 			return Settings{}, fmt.Errorf("context %s: %w", CtxWarmPool, err)
 		}
 		s.WarmPool = v
+	}
+	if v, ok := str(CtxBrowserWarmPool); ok {
+		warm, err := pool.ParseBrowserTargets(v)
+		if err != nil {
+			return Settings{}, fmt.Errorf("context %s: %w", CtxBrowserWarmPool, err)
+		}
+		if len(warm) > 0 && !s.SandboxBrowser {
+			return Settings{}, fmt.Errorf("context %s=%s keeps tasks with a browser, but %s is not true: there is no browser image", CtxBrowserWarmPool, v, CtxSandboxBrowser)
+		}
+		s.BrowserWarmPool = v
 	}
 	if v, ok := str(CtxSandboxEgress); ok {
 		ports, all, err := parseEgress(v)

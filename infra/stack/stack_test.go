@@ -17,7 +17,11 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentsfleet/agentsfleet/infra/stack"
+	"github.com/agentsfleet/agentsfleet/sandboximage"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -108,6 +112,9 @@ func layout(t *testing.T, name string) (assertions.Template, map[string]any) {
 	case "public":
 	case "private":
 		ctx["network"] = "private"
+	case "browser":
+		ctx[stack.CtxSandboxBrowser] = "true"
+		ctx[stack.CtxBrowserWarmPool] = "small=1"
 	case "anthropic":
 		ctx["modelProvider"] = "anthropic"
 		ctx["warmPool"] = "small=2"
@@ -251,7 +258,11 @@ var (
 	sendFailed = "Allow sqs:GetQueueAttributes | sqs:GetQueueUrl | sqs:SendMessage on ${FailedInvocations.Arn}"
 )
 
-func runnerStatements(network string, bedrock bool) []string {
+func runnerStatements(network string, bedrock, browser bool) []string {
+	runTask := "${SandboxTask}"
+	if browser {
+		runTask = "${SandboxBrowserTask} | ${SandboxTask}"
+	}
 	var keys string
 	if !bedrock {
 		keys = "Allow secretsmanager:GetSecretValue on ${ModelKeys}"
@@ -263,7 +274,7 @@ func runnerStatements(network string, bedrock bool) []string {
 		"Allow s3:GetObject | s3:PutObject on ${Bucket.Arn}/checkpoints/* | ${Bucket.Arn}/fleets/*",
 		"Allow s3:ListBucket on ${Bucket.Arn}",
 		sendFailed,
-		"Allow ecs:RunTask on ${SandboxTask} if " + inCluster,
+		"Allow ecs:RunTask on " + runTask + " if " + inCluster,
 		"Allow ecs:DescribeTasks | ecs:StopTask on " + tasks + " if " + inCluster,
 		"Allow ecs:TagResource on " + tasks + " if {StringEquals={ecs:CreateAction=RunTask}}",
 		"Allow iam:PassRole on ${SandboxExecutionRole.Arn} if {StringEquals={iam:PassedToService=ecs-tasks.amazonaws.com}}",
@@ -304,7 +315,7 @@ func expectedStatements(name string) map[string][]string {
 		"SlackRole": {logsOf("Slack"), tableRW, noPool,
 			"Allow lambda:InvokeFunction on " + fnArn("runner"),
 			"Allow secretsmanager:GetSecretValue on ${SlackBotToken} | ${SlackSigningSecret}"},
-		"RunnerRole":    runnerStatements(network, name != "anthropic"),
+		"RunnerRole":    runnerStatements(network, name != "anthropic", name == "browser"),
 		"SchedulerRole": {"Allow lambda:InvokeFunction on " + fnArn("schedule")},
 		"SandboxExecutionRole": {
 			"Allow ecr:BatchCheckLayerAvailability | ecr:BatchGetImage | ecr:GetDownloadUrlForLayer on arn:aws:ecr:" + acct + "repository/cdk-hnb659fds-container-assets-${AWS::AccountId}-${AWS::Region}",
@@ -321,7 +332,7 @@ func expectedStatements(name string) map[string][]string {
 // TestStatements checks every IAM statement of every role, in each
 // layout: nothing more is granted than listed here.
 func TestStatements(t *testing.T) {
-	for _, name := range []string{"public", "private", "anthropic"} {
+	for _, name := range []string{"public", "private", "anthropic", "browser"} {
 		t.Run(name, func(t *testing.T) {
 			_, m := layout(t, name)
 			got, want := statements(m), expectedStatements(name)
@@ -632,6 +643,63 @@ func TestSandboxTask(t *testing.T) {
 	}
 }
 
+// TestBrowserSandbox: without sandboxBrowser the stack has the plain
+// sandbox alone and the runner no browser setting (its Definitions with a
+// display tool are refused, naming it); with it, a second task definition
+// of the same shape from the browser image (the Dockerfile's browser
+// target, a distinct asset) with Chromium's memory added, which the
+// runner is told of and may run, and its own warm pool.
+func TestBrowserSandbox(t *testing.T) {
+	for _, name := range []string{"public", "private"} {
+		tmpl, m := layout(t, name)
+		tmpl.ResourceCountIs(jsii.String("AWS::ECS::TaskDefinition"), jsii.Number(1))
+		env := render(resources(m, "AWS::Lambda::Function")["Runner"]["Environment"])
+		for _, k := range []string{ecs.EnvBrowserTaskDefinition, pool.BrowserTargetsEnv} {
+			if strings.Contains(env, k) {
+				t.Errorf("%s layout: the runner has %s without %s: %s", name, k, stack.CtxSandboxBrowser, env)
+			}
+		}
+	}
+
+	tmpl, m := layout(t, "browser")
+	tmpl.ResourceCountIs(jsii.String("AWS::ECS::TaskDefinition"), jsii.Number(2))
+	tds := resources(m, "AWS::ECS::TaskDefinition")
+	plain, browser := tds["SandboxTask"], tds["SandboxBrowserTask"]
+	if browser == nil {
+		t.Fatalf("no SandboxBrowserTask among %v", keys(tds))
+	}
+	if got, want := browser["Memory"], strconv.Itoa(fleet.SizeSmall.MemoryMiB()+sandboximage.BrowserMemoryMiB); got != want || browser["Cpu"] != plain["Cpu"] {
+		t.Errorf("the browser task: cpu %v, memory %v; want the plain one's cpu %v and memory %s", browser["Cpu"], got, plain["Cpu"], want)
+	}
+	if browser["Family"] != "Agentsfleet-sandbox-browser" || plain["Family"] != "Agentsfleet-sandbox" {
+		t.Errorf("families %v and %v", plain["Family"], browser["Family"])
+	}
+	for _, k := range []string{"RequiresCompatibilities", "NetworkMode", "RuntimePlatform", "EphemeralStorage", "ExecutionRoleArn"} {
+		if render(browser[k]) != render(plain[k]) {
+			t.Errorf("the browser task's %s = %s, the plain one's %s", k, render(browser[k]), render(plain[k]))
+		}
+	}
+	if _, ok := browser["TaskRoleArn"]; ok {
+		t.Errorf("the browser task has a task role: %v", browser["TaskRoleArn"])
+	}
+	container := func(td map[string]any) map[string]any { return td["ContainerDefinitions"].([]any)[0].(map[string]any) }
+	pc, bc := container(plain), container(browser)
+	if render(pc["Image"]) == render(bc["Image"]) {
+		t.Errorf("both tasks run the image %s; want the browser target's own asset", render(pc["Image"]))
+	}
+	for _, k := range []string{"Name", "PortMappings", "HealthCheck", "Essential"} {
+		if render(pc[k]) != render(bc[k]) {
+			t.Errorf("the browser container's %s = %s, the plain one's %s", k, render(bc[k]), render(pc[k]))
+		}
+	}
+	env := render(resources(m, "AWS::Lambda::Function")["Runner"]["Environment"])
+	for _, want := range []string{ecs.EnvBrowserTaskDefinition + "=${SandboxBrowserTask}", ecs.EnvTaskDefinition + "=${SandboxTask}", pool.BrowserTargetsEnv + "=small=1"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("the runner's environment lacks %s: %s", want, env)
+		}
+	}
+}
+
 // groupRules renders a security group's rules.
 func groupRules(m map[string]any, id, key string) string {
 	v, ok := resources(m, "AWS::EC2::SecurityGroup")[id][key]
@@ -718,6 +786,8 @@ func TestFromContext(t *testing.T) {
 		{"warmPool", "huge=2", "huge"},
 		{"modelProvider", "gemini", "want bedrock"},
 		{"deletionProtection", "maybe", "true or false"},
+		{"sandboxBrowser", "yes please", "true or false"},
+		{"browserWarmPool", "small=1", "sandboxBrowser is not true"},
 	} {
 		_, err := stack.FromContext("/r", func(k string) any {
 			if k == tc.key {
@@ -728,6 +798,20 @@ func TestFromContext(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: got %v, want an error with %q", tc.key, tc.value, err, tc.want)
 		}
+	}
+	_, err := stack.FromContext("/r", func(k string) any {
+		return map[string]any{"sandboxBrowser": "true", "browserWarmPool": "small=x"}[k]
+	})
+	if err == nil || !strings.Contains(err.Error(), "browserWarmPool") || !strings.Contains(err.Error(), pool.BrowserTargetsEnv) {
+		t.Errorf("browserWarmPool=small=x: %v, want an error naming the context key and the setting", err)
+	}
+	if s, err := stack.FromContext("/r", func(k string) any {
+		return map[string]any{"sandboxBrowser": true, "browserWarmPool": "medium=2"}[k]
+	}); err != nil || !s.SandboxBrowser || s.BrowserWarmPool != "medium=2" {
+		t.Errorf("sandboxBrowser=true, browserWarmPool=medium=2: %+v, %v", s, err)
+	}
+	if s, err := stack.FromContext("/r", func(string) any { return nil }); err != nil || s.SandboxBrowser {
+		t.Errorf("by default: SandboxBrowser %v, %v; want false", s.SandboxBrowser, err)
 	}
 	s, err := stack.FromContext("/r", func(k string) any {
 		return map[string]any{"network": "private", "sandboxEgress": "all", "deletionProtection": false, "logRetentionDays": float64(90)}[k]

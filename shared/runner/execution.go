@@ -71,7 +71,15 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 			Message: fmt.Sprintf("revision %d of fleet %s cannot be read: %v", x.run.Revision, x.run.Fleet, err)})
 	}
 	if err := x.def.CheckAvailable(fleet.AvailableTools(x.r.cfg.Display)); err != nil {
-		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})
+		msg := err.Error()
+		if !x.r.cfg.Display && needsBrowser(x.def.Tools) {
+			why := x.r.cfg.NoBrowser
+			if why == "" {
+				why = "this deployment's sandboxes have none"
+			}
+			msg += "; browser_open and screenshot need sandboxes with a browser: " + why
+		}
+		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: msg})
 	}
 	if tools == nil {
 		tools = x.def.Tools
@@ -441,10 +449,23 @@ func (x *execution) note(n Note) {
 	}
 }
 
-// spec is what the run asks of its sandbox.
+// spec is what the run asks of its sandbox: one with a browser when the
+// Definition allows a display tool, for the run and its children alike
+// (they share it).
 func (x *execution) spec() launch.Spec {
 	return launch.Spec{RunID: x.run.ID, Fleet: x.run.Fleet, Workdir: x.def.Workdir,
-		Size: x.def.Sandbox.Size, ToolTimeout: x.def.Limits.ToolTimeout()}
+		Size: x.def.Sandbox.Size, ToolTimeout: x.def.Limits.ToolTimeout(), Browser: needsBrowser(x.def.Tools)}
+}
+
+// needsBrowser says tools include a display tool, which runs in the
+// sandbox's browser.
+func needsBrowser(tools []string) bool {
+	for _, name := range tools {
+		if t, ok := fleet.LookupTool(name); ok && t.RunsIn == fleet.InDisplay {
+			return true
+		}
+	}
+	return false
 }
 
 // blobPrefix is where the agent's checkpoints too large for an item go:

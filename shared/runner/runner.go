@@ -65,8 +65,16 @@ type Config struct {
 	// events it commits and the model's streamed text. It must not block.
 	Observer func(Note)
 	// Display says the sandboxes have a headless browser (browser_open,
-	// screenshot); without one a Definition allowing them is refused.
+	// screenshot); without one a Definition allowing them is refused
+	// before the model is called. New sets it when Sandboxes can give
+	// sandboxes with a browser (launch.CanBrowse), so that the launcher
+	// decides; true given here is for a test whose launcher stands in for
+	// one.
 	Display bool
+	// NoBrowser, said in that refusal, is why the sandboxes have no
+	// browser and what to set for one (the deployment's setting, or the
+	// Chromium to install). Empty says only that they have none.
+	NoBrowser string
 	// Lease is how long a runner holds a run between renewals; 0 means
 	// DefaultLease (2 minutes; LeaseFromEnv reads it). It is renewed every
 	// third of it.
@@ -130,6 +138,7 @@ func New(cfg Config) (*Runner, error) {
 	case cfg.Invoker == nil:
 		return nil, errors.New("runner: no invoker")
 	}
+	cfg.Display = cfg.Display || launch.CanBrowse(cfg.Sandboxes)
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
 	}

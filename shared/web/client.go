@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
+	"github.com/agentsfleet/agentsfleet/shared/web/fence"
 	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 )
 
@@ -51,7 +52,7 @@ func (r route) checkURL(u *url.URL) error {
 	case "https":
 	case "http":
 		if r.httpsOnly {
-			return &egress.RefusedError{Reason: fmt.Sprintf("%s requires https, and %s is http", r.tool, redactURL(u))}
+			return &egress.RefusedError{Reason: fmt.Sprintf("%s requires https, and %s is http", r.tool, fence.URL(u))}
 		}
 	default:
 		return &egress.RefusedError{Reason: fmt.Sprintf("scheme %q is not allowed: only http and https", u.Scheme)}
@@ -185,16 +186,6 @@ func tlsReason(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
-}
-
-// redactURL is u without user information, for messages.
-func redactURL(u *url.URL) string {
-	if u.User == nil {
-		return u.String()
-	}
-	c := *u
-	c.User = nil
-	return c.String()
 }
 
 // userAgent is what web tools send unless http_request's caller sets one.

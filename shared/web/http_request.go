@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/fence"
 	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
 )
@@ -253,10 +254,10 @@ func formatResponse(resp *http.Response, sent *url.URL, stopped *url.URL, method
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %d %s\n", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if final := resp.Request.URL; final.String() != sent.String() {
-		fmt.Fprintf(&b, "[after redirects, from %s]\n", redactURL(final))
+		fmt.Fprintf(&b, "[after redirects, from %s]\n", fence.URL(final))
 	}
 	if stopped != nil {
-		fmt.Fprintf(&b, "[redirect to %s not followed: the request carried secrets, which are sent only to the host they were filled for]\n", redactURL(stopped))
+		fmt.Fprintf(&b, "[redirect to %s not followed: the request carried secrets, which are sent only to the host they were filled for]\n", fence.URL(stopped))
 	}
 	for _, h := range usefulHeaders {
 		for _, v := range resp.Header.Values(h) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/fence"
 	"github.com/agentsfleet/agentsfleet/shared/web/search"
 	"github.com/agentsfleet/agentsfleet/shared/web/spec"
 )
@@ -76,7 +77,7 @@ func (t *websearch) Run(ctx context.Context, raw json.RawMessage) (tool.Result, 
 			fmt.Fprintf(&b, "\n   %s", s)
 		}
 	}
-	return tool.Text(fence("websearch: "+query, b.String())), nil
+	return tool.Text(fence.Wrap("websearch: "+query, b.String())), nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

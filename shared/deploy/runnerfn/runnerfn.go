@@ -4,6 +4,7 @@ package runnerfn
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,11 @@ func Settings() []setting.Var {
 // sandbox settings are not set.
 const noSandboxes = "this deployment has no sandboxes: its runner has no AGENTSFLEET_SANDBOX_* settings (an ECS cluster, task definition, subnets and security groups for the sandbox tasks); the file and shell tools run only with `agentsfleet run` and `agentsfleet dev` until they are set"
 
+// noBrowser is why a deployment's sandboxes have no browser, and what to
+// set: the runner's refusal of a Definition allowing a display tool says
+// it (runner.Config.NoBrowser).
+const noBrowser = "its runner has no " + ecs.EnvBrowserTaskDefinition + " (the browser image's task definition, which the stack creates and sets when deployed with cdk deploy -c sandboxBrowser=true)"
+
 // New is the runner function: the agent loop over the table, the
 // model of the provider settings (Bedrock by default), sandboxes as ECS
 // tasks, the webtools function, the slack function for runs' threads, the
@@ -69,6 +75,7 @@ func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 		Model:        chosen.Model,
 		DefaultModel: chosen.DefaultModel,
 		Sandboxes:    sandboxes,
+		NoBrowser:    noBrowser,
 		Invoker:      inv,
 		Callbacks:    callbacks,
 		Log:          log,
@@ -90,31 +97,45 @@ func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 		cfg.Blobs, cfg.Folders = blobs, folders
 	}
 	_, none := sandboxes.(launch.None)
-	log.Info("runner ready", "model", chosen.About, "table", getenv(store.EnvTable), "sandboxes", !none, "warm", pool.FormatTargets(warm))
+	log.Info("runner ready", "model", chosen.About, "table", getenv(store.EnvTable), "sandboxes", !none,
+		"browser", launch.CanBrowse(sandboxes), "warm", pool.FormatTargets(warm.plain), "browser_warm", pool.FormatTargets(warm.browser))
 	return runner.New(cfg)
 }
 
+// targets are the pool's targets: idle tasks kept per size, plain and with
+// a browser.
+type targets struct{ plain, browser map[fleet.SandboxSize]int }
+
 // sandboxLauncher is the runner's sandboxes: the ECS launcher of the
 // sandbox settings, always behind a pool with its records in st, whose
-// targets are warm (every size at 0 when AGENTSFLEET_SANDBOX_WARM is
-// unset): the pool's records are how another invocation finds the run's
-// task (a claimed record) instead of starting a second one. Without the
-// settings, launch.None.
-func sandboxLauncher(getenv func(string) string, awsCfg aws.Config, st *store.Store, log *slog.Logger) (launch.Launcher, map[fleet.SandboxSize]int, error) {
+// targets are warm (every size at 0 when AGENTSFLEET_SANDBOX_WARM and
+// AGENTSFLEET_SANDBOX_BROWSER_WARM are unset): the pool's records are how
+// another invocation finds the run's task (a claimed record) instead of
+// starting a second one. It gives sandboxes with a browser when
+// AGENTSFLEET_SANDBOX_BROWSER_TASK_DEFINITION is set; browser targets
+// without it are an error naming both. Without the settings, launch.None.
+func sandboxLauncher(getenv func(string) string, awsCfg aws.Config, st *store.Store, log *slog.Logger) (launch.Launcher, targets, error) {
 	tasks, ok, err := ecs.FromEnv(getenv, awsCfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, targets{}, err
 	}
-	warm, err := pool.TargetsFromEnv(getenv)
-	if err != nil {
-		return nil, nil, err
+	var warm targets
+	if warm.plain, err = pool.TargetsFromEnv(getenv); err != nil {
+		return nil, targets{}, err
+	}
+	if warm.browser, err = pool.BrowserTargetsFromEnv(getenv); err != nil {
+		return nil, targets{}, err
+	}
+	if len(warm.browser) > 0 && (!ok || !tasks.Browser()) {
+		return nil, targets{}, fmt.Errorf("%s=%s keeps idle sandboxes with a browser, but %s is not set: the browser image has no task definition",
+			pool.BrowserTargetsEnv, pool.FormatTargets(warm.browser), ecs.EnvBrowserTaskDefinition)
 	}
 	if !ok {
 		return launch.None{Why: noSandboxes}, warm, nil
 	}
-	p, err := pool.New(pool.Config{Starter: tasks, Records: st, Target: warm, Logger: log})
+	p, err := pool.New(pool.Config{Starter: tasks, Records: st, Target: warm.plain, BrowserTarget: warm.browser, Logger: log})
 	if err != nil {
-		return nil, nil, err
+		return nil, targets{}, err
 	}
 	return p, warm, nil
 }

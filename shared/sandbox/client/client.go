@@ -293,13 +293,17 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 	}
 	if status == http.StatusOK {
 		var res struct {
-			Output  *string `json:"output"`
-			IsError *bool   `json:"is_error"`
+			Output  *string     `json:"output"`
+			IsError *bool       `json:"is_error"`
+			Image   *tool.Image `json:"image"`
 		}
 		if json.Unmarshal(body, &res) != nil || res.Output == nil || res.IsError == nil {
 			return tool.Result{}, op.foreign(status, ctype, `the body is not a tool result {"output", "is_error"}`)
 		}
-		return tool.Result{Output: *res.Output, IsError: *res.IsError}, nil
+		if why := checkImage(res.Image); why != "" {
+			return tool.Result{}, op.foreign(status, ctype, why)
+		}
+		return tool.Result{Output: *res.Output, IsError: *res.IsError, Image: res.Image}, nil
 	}
 	kind := statusKinds[status]
 	var eb struct {
@@ -309,6 +313,23 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 		return tool.Result{}, op.foreign(status, ctype, "")
 	}
 	return tool.Result{}, op.refused(kind, status, *eb.Error)
+}
+
+// checkImage says what is wrong with a tool result's image (screenshot's),
+// or "" when it is absent or one sandboxd sends: a PNG with data and a
+// size. The model is shown it as is, so nothing else passes.
+func checkImage(img *tool.Image) string {
+	switch {
+	case img == nil:
+		return ""
+	case img.MediaType != tool.ImagePNG:
+		return fmt.Sprintf("the result's image is %.40q, not %s", img.MediaType, tool.ImagePNG)
+	case len(img.Data) == 0:
+		return "the result's image has no data"
+	case img.Width <= 0 || img.Height <= 0:
+		return fmt.Sprintf("the result's image is %d×%d pixels", img.Width, img.Height)
+	}
+	return ""
 }
 
 // Health returns nil when the sandbox answers GET /healthz as sandboxd

@@ -355,6 +355,14 @@ func TestAnswers(t *testing.T) {
 		{"200 without a result", raw(200, wire.ContentType, `{"status":"ok"}`), client.ErrUnavailable, 200,
 			`200 OK, the body is not a tool result {"output", "is_error"}`},
 		{"200 HTML", raw(200, "text/html", "<html></html>"), client.ErrUnavailable, 200, "not sandboxd's"},
+		{"an image that is not PNG", raw(200, wire.ContentType, `{"output":"x","is_error":false,"image":{"media_type":"image/svg+xml","data":"PHN2Zz4=","width":1,"height":1}}`),
+			client.ErrUnavailable, 200, `the result's image is "image/svg+xml", not image/png`},
+		{"an image without data", raw(200, wire.ContentType, `{"output":"x","is_error":false,"image":{"media_type":"image/png","data":"","width":1,"height":1}}`),
+			client.ErrUnavailable, 200, "the result's image has no data"},
+		{"an image without size", raw(200, wire.ContentType, `{"output":"x","is_error":false,"image":{"media_type":"image/png","data":"iVBORw==","width":0,"height":5}}`),
+			client.ErrUnavailable, 200, "the result's image is 0×5 pixels"},
+		{"an image that is not base64", raw(200, wire.ContentType, `{"output":"x","is_error":false,"image":{"media_type":"image/png","data":"%%%","width":1,"height":1}}`),
+			client.ErrUnavailable, 200, "the body is not a tool result"},
 		{"a redirect", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
 		}, client.ErrUnavailable, 307, "307 Temporary Redirect"},

@@ -28,7 +28,53 @@ type Spec struct {
 	Size fleet.SandboxSize
 	// ToolTimeout is the fleet's tool_timeout_seconds.
 	ToolTimeout time.Duration
+	// Browser says the Definition allows a display tool (browser_open,
+	// screenshot): the sandbox must have a headless browser. A launcher
+	// that cannot give one (Browsers) fails such an Acquire; the runner
+	// refuses the run before that.
+	Browser bool
 }
+
+// Kind is what tells one sandbox from another before any run has it: a
+// pool keeps each kind apart and claims only the kind a run asks for.
+type Kind struct {
+	// Size is the sandbox size; empty means the launcher's default.
+	Size fleet.SandboxSize
+	// Browser says the sandbox has a headless browser.
+	Browser bool
+}
+
+// KindOf is the kind of sandbox spec asks for.
+func KindOf(spec Spec) Kind { return Kind{Size: spec.Size, Browser: spec.Browser} }
+
+// String names the kind in logs and errors: "small", "small+browser".
+func (k Kind) String() string {
+	if k.Browser {
+		return string(k.Size) + "+browser"
+	}
+	return string(k.Size)
+}
+
+// Browsers is the optional ability of a Launcher (or a Starter) that can
+// give sandboxes with a headless browser (Spec.Browser): launch/ecs with a
+// browser task definition, launch/local with a Chromium on this machine.
+// Browser says whether this one can; CanBrowse asks any value.
+type Browsers interface {
+	Browser() bool
+}
+
+// CanBrowse says whether v, a Launcher or a Starter, can give sandboxes
+// with a headless browser: false unless it implements Browsers and says
+// so. The runner's refusal of a Definition allowing a display tool comes
+// from this answer, so that one place decides.
+func CanBrowse(v any) bool {
+	b, ok := v.(Browsers)
+	return ok && b.Browser()
+}
+
+// ErrNoBrowser is wrapped by Acquire's and Start's error when a sandbox
+// with a browser is asked of a launcher that cannot give one.
+var ErrNoBrowser = errors.New("this launcher has no sandboxes with a browser")
 
 // Sandbox is a run's sandbox.
 type Sandbox struct {
@@ -106,6 +152,8 @@ type Warm struct {
 	ID string
 	// Size is the sandbox size it was started with.
 	Size fleet.SandboxSize
+	// Browser says it has a headless browser (Kind.Browser).
+	Browser bool
 	// URL is where its sandboxd answers (https://IP:PORT on Fargate).
 	URL string
 	// Nonce names its token without being it: the Starter that started it
@@ -118,11 +166,16 @@ type Warm struct {
 	Started time.Time
 }
 
+// Kind is the kind of sandbox w is.
+func (w Warm) Kind() Kind { return Kind{Size: w.Size, Browser: w.Browser} }
+
 // Starter starts and stops generic sandboxes for a pool: the ability a
 // pool needs of a launcher (launch/ecs and launch/local have it).
 type Starter interface {
-	// Start starts one idle sandbox of size and returns once it is healthy.
-	Start(ctx context.Context, size fleet.SandboxSize) (Warm, error)
+	// Start starts one idle sandbox of kind and returns once it is
+	// healthy; a kind with a browser from a Starter that cannot give one
+	// (Browsers) is an error wrapping ErrNoBrowser.
+	Start(ctx context.Context, kind Kind) (Warm, error)
 	// Connect returns a client for w, checking its health: an error means
 	// w is dead or unreachable, or its token cannot be had from its Nonce,
 	// and it should be discarded.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // Exit statuses of sandboxd.
@@ -45,7 +47,7 @@ type Defaults struct {
 
 const usage = `usage:
   sandboxd call [--workdir DIR] [--agent DIR] [--data DIR] [--workspace DIR] [--timeout SECONDS] [--user UID[:GID]] [--env NAME]... [--local] TOOL 'JSON'
-  sandboxd serve --listen ADDR [root flags] [--idle-timeout D] [--tls-from-token | --tls-cert FILE --tls-key FILE | --plain-http] [--print-addr]
+  sandboxd serve --listen ADDR [root flags] [--browser PATH] [--idle-timeout D] [--tls-from-token | --tls-cert FILE --tls-key FILE | --plain-http] [--print-addr]
   sandboxd health [--addr HOST:PORT] [--tls]
 
 call runs one tool and prints exactly the text the model would see: exit 0
@@ -60,6 +62,10 @@ listens on a loopback address only, unless --plain-http says the network
 is trusted: the token then crosses it in clear text.
 Run as root, sandboxd acts as --user (default 65534:65534), and so do its
 commands, through and through; the roots must be that user's to reach.
+--browser PATH is the Chromium that browser_open and screenshot drive
+(/usr/bin/chromium in the image), started by the first browser_open and
+confined like the commands; without it both answer that the sandbox has
+no headless browser.
 --local is one person's machine (launch/local): it allows --user 0, which
 keeps sandboxd and its commands uid 0 with every capability dropped (it
 needs Landlock), serve then listens on loopback only and stops when its
@@ -374,6 +380,7 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 	keyFile := fs.String("tls-key", "", "and this key (PEM)")
 	plainHTTP := fs.Bool("plain-http", false, "serve plain HTTP on an address that is not loopback: the token crosses that network in clear text")
 	printAddr := fs.Bool("print-addr", false, "once serving, print the address listened on (HOST:PORT) as one line on stdout")
+	chromium := fs.String("browser", "", "the Chromium `PATH` browser_open and screenshot drive (default: none, and they answer that the sandbox has no browser)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -423,6 +430,15 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
 		return ExitUsage
 	}
+	if cfg.Browser, err = checkBrowser(*chromium); err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
+	if cfg.BrowserAllow, err = egress.AllowFromEnv(os.Getenv, log); err != nil {
+		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)
+		return ExitUsage
+	}
+	cfg.Logger = log
 	// Without capabilities from the start: sandboxd executes itself again
 	// here, so the token goes back into the new image's environment (which
 	// takes it out again).
@@ -482,7 +498,7 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "tls", tlsConfig != nil, "tls_from_token", *fromToken, "workdir", cfg.Roots.Workdir(),
 		"confinement", cfg.Policy.Status(), "local", rf.local, "env", rf.env,
-		"timeout_seconds", rf.timeout, "idle_timeout", idle.String())
+		"timeout_seconds", rf.timeout, "idle_timeout", idle.String(), "browser", cfg.Browser)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if rf.local {
@@ -549,3 +565,23 @@ func hardenProcess(log *slog.Logger) {
 // (sandbox.MaxSessions) and a bash or grep call or two, and some for
 // the file tools. Idle threads cost their stacks' touched pages only.
 const reservedThreads = sandbox.MaxSessions + 32
+
+// checkBrowser checks serve's --browser: empty (no browser), or an
+// executable file, given by an absolute path (the commands' PATH is not
+// sandboxd's).
+func checkBrowser(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("--browser %q: give Chromium's absolute path, such as /usr/bin/chromium", path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("--browser: %w (install Chromium: apt-get install chromium)", err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("--browser %s is not an executable file", path)
+	}
+	return path, nil
+}

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/files"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/patch"
@@ -38,6 +41,18 @@ type Config struct {
 	// Policy confines the processes the tools start; nil means
 	// PolicyFor(cfg).
 	Policy *confine.Policy
+	// Browser is the Chromium that browser_open and screenshot drive
+	// (sandboxd serve --browser PATH): started by the first browser_open,
+	// confined like bash's commands. Empty: the sandbox has no browser,
+	// and both answer sandbox.NoBrowser.
+	Browser string
+	// BrowserAllow is the one loopback address the browser may reach
+	// (egress.AllowFromEnv, for tests' servers); the zero value allows
+	// none.
+	BrowserAllow netip.AddrPort
+	// Logger logs what the browser does (starts, crashes); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // PolicyFor is the confinement of processes under cfg: the writable roots
@@ -59,9 +74,11 @@ func PolicyFor(cfg Config) *confine.Policy {
 // Tools returns every tool sandboxd serves, built over cfg: one for each
 // of sandbox.Specs, embedding that spec. It is the one place a tool's
 // implementation is registered; its tests fail on a sandbox contract that
-// has none here. The display tools answer that the sandbox has no browser. Tools
-// that hold state (exec_command sessions) are built here once per server; a tool that must be stopped when the server
-// stops implements io.Closer.
+// has none here. The display tools drive cfg.Browser, or answer that the
+// sandbox has no browser when it is empty. Tools that hold state
+// (exec_command sessions, the browser) are built here once per server; a
+// tool that must be stopped when the server stops implements io.Closer,
+// and one holding what an agent started implements CloseAgent.
 func Tools(cfg Config) []tool.Tool {
 	timeout := cfg.Timeout
 	if timeout == 0 {
@@ -86,6 +103,11 @@ func Tools(cfg Config) []tool.Tool {
 	// exec_command sessions live as long as the server (or one call).
 	sessions := session.NewManager(policy, cfg.Roots, session.Options{ToolTimeout: timeout})
 
+	display := sandbox.DisplayTools()
+	if cfg.Browser != "" {
+		display = browser.New(browser.Config{Chromium: cfg.Browser, Policy: policy, Timeout: timeout, Allow: cfg.BrowserAllow, Logger: cfg.Logger}).Tools()
+	}
+
 	return append([]tool.Tool{
 		files.NewRead(cfg.Roots),
 		files.NewGlob(cfg.Roots, timeout),
@@ -95,7 +117,7 @@ func Tools(cfg Config) []tool.Tool {
 		sessions.ExecCommand(),
 		sessions.WriteStdin(),
 		patch.NewApplyPatch(cfg.Roots),
-	}, sandbox.DisplayTools()...)
+	}, display...)
 }
 
 // ErrUnknownTool is wrapped by Call's error for a name no tool has.

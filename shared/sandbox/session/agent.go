@@ -16,8 +16,10 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 	return context.WithValue(ctx, agentKey{}, agent)
 }
 
-// agentFrom is the agent WithAgent put in ctx, or "".
-func agentFrom(ctx context.Context) string {
+// AgentFrom is the agent WithAgent put in ctx, or "" (the top-level
+// agent). Tools that hold something an agent started (the browser) use it
+// to know whose it is.
+func AgentFrom(ctx context.Context) string {
 	agent, _ := ctx.Value(agentKey{}).(string)
 	return agent
 }

@@ -50,7 +50,7 @@ func (t *execCommand) Run(ctx context.Context, args json.RawMessage) (tool.Resul
 		flag = "-lc"
 	}
 	began := time.Now()
-	s, err := t.m.launch(spec{shell: shell, args: []string{flag, p.Cmd}, dir: dir, env: env(p.TTY), tty: p.TTY, command: p.Cmd, agent: agentFrom(ctx)})
+	s, err := t.m.launch(spec{shell: shell, args: []string{flag, p.Cmd}, dir: dir, env: env(p.TTY), tty: p.TTY, command: p.Cmd, agent: AgentFrom(ctx)})
 	if errors.Is(err, errClosed) {
 		return tool.Result{}, err
 	}

@@ -37,6 +37,13 @@ type Dialer struct {
 	// Logger receives a warning for each refused address; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Check, when not nil, decides which addresses may be dialed instead
+	// of Policy.Check (Policy.Ports is then not consulted either): it
+	// returns nil to allow ap and a *RefusedError to refuse it. The
+	// sandbox's browser proxy uses it for rules of its own; the lookup,
+	// the all-or-nothing check of every address and the Control hook stay
+	// those of the Dialer.
+	Check func(ap netip.AddrPort) error
 }
 
 // DialContext connects to address ("host:port") over TCP. It returns a
@@ -66,7 +73,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	} else {
 		// A port the policy refuses costs no lookup, unless it is the
 		// admitted test port (whose address only the lookup can tell).
-		if !d.Policy.Allow.IsValid() || d.Policy.Allow.Port() != uint16(port) {
+		if d.Check == nil && (!d.Policy.Allow.IsValid() || d.Policy.Allow.Port() != uint16(port)) {
 			if err := d.Policy.CheckPort(uint16(port)); err != nil {
 				return nil, err
 			}
@@ -80,7 +87,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		}
 	}
 	for _, a := range addrs {
-		if err := d.Policy.Check(netip.AddrPortFrom(a, uint16(port))); err != nil {
+		if err := d.check(netip.AddrPortFrom(a, uint16(port))); err != nil {
 			var re *RefusedError
 			if name != "" && errors.As(err, &re) {
 				err = refused("%s resolves to %s", name, re.Reason)
@@ -111,11 +118,18 @@ func (d *Dialer) control(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return refused("socket address %q is not an IP address and port", address)
 	}
-	if err := d.Policy.Check(ap); err != nil {
+	if err := d.check(ap); err != nil {
 		d.logRefusal(ap.Addr(), address, err)
 		return err
 	}
 	return nil
+}
+
+func (d *Dialer) check(ap netip.AddrPort) error {
+	if d.Check != nil {
+		return d.Check(ap)
+	}
+	return d.Policy.Check(ap)
 }
 
 func (d *Dialer) logRefusal(a netip.Addr, address string, err error) {

@@ -62,8 +62,8 @@ func TestClassify(t *testing.T) {
 		{"64:ff9b::7f00:1", "NAT64 form of 127.0.0.1"},
 		{"64:ff9b::a9fe:a9fe", "NAT64 form of 169.254.169.254"},
 		{"64:ff9b:1::a00:1", "local-use NAT64"},
-		{"2002:7f00:1::1", "6to4 address embedding 127.0.0.1"},
-		{"2002:a00:1::", "6to4 address embedding 10.0.0.1"},
+		{"2002:7f00:1::1", "6to4 form of 127.0.0.1"},
+		{"2002:a00:1::", "6to4 form of 10.0.0.1"},
 		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"},
 		{"2001:db8::1", "documentation"},
 		{"3fff::1", "documentation"},
@@ -325,6 +325,81 @@ func TestPolicyCheck(t *testing.T) {
 		err := p.Check(netip.MustParseAddrPort(tt.ap))
 		if got := err == nil; got != tt.want {
 			t.Errorf("Check(%s) = %v, want allowed %v", tt.ap, err, tt.want)
+		}
+	}
+}
+
+func TestEmbeddedIPv4(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		ip, want, form string // want "" means none
+	}{
+		{"::ffff:127.0.0.1", "127.0.0.1", "IPv4-mapped"},
+		{"::127.0.0.1", "127.0.0.1", "IPv4-compatible"},
+		{"::a9fe:a9fe", "169.254.169.254", "IPv4-compatible"},
+		{"64:ff9b::7f00:1", "127.0.0.1", "NAT64"},
+		{"2002:a9fe:aa02::1", "169.254.170.2", "6to4"},
+		{"fe80::1%eth0", "", ""},
+		{"::", "", ""},
+		{"::1", "", ""},
+		{"127.0.0.1", "", ""},
+		{"2606:4700:4700::1111", "", ""},
+		{"64:ff9b:1::a00:1", "", ""}, // local-use NAT64 carries no known IPv4 address
+	}
+	for _, tt := range tests {
+		v4, form, ok := egress.EmbeddedIPv4(netip.MustParseAddr(tt.ip))
+		if tt.want == "" {
+			if ok {
+				t.Errorf("EmbeddedIPv4(%s) = %s (%s), want none", tt.ip, v4, form)
+			}
+			continue
+		}
+		if !ok || v4.String() != tt.want || form != tt.form {
+			t.Errorf("EmbeddedIPv4(%s) = %s, %q, %v; want %s, %q", tt.ip, v4, form, ok, tt.want, tt.form)
+		}
+	}
+}
+
+// A Dialer with Check follows it, for the lookup's every address and in
+// its Control hook, and ignores Policy.
+func TestDialerCheck(t *testing.T) {
+	t.Parallel()
+	up := listen(t)
+	other := listen(t)
+	var checked []netip.AddrPort
+	d := &egress.Dialer{
+		Policy: egress.Policy{Ports: []uint16{443}}, // would refuse both ports
+		Check: func(ap netip.AddrPort) error {
+			checked = append(checked, ap)
+			if ap != up {
+				return &egress.RefusedError{Reason: ap.String() + " is not the one"}
+			}
+			return nil
+		},
+		Resolver: egress.Hosts{
+			"up.test":    {up.Addr()},
+			"mixed.test": {up.Addr(), netip.MustParseAddr("127.0.0.2")},
+		},
+		Logger: quiet(),
+	}
+	conn, err := d.DialContext(context.Background(), "tcp", "up.test:"+strconv.Itoa(int(up.Port())))
+	if err != nil {
+		t.Fatalf("DialContext(up.test) = %v, want a connection", err)
+	}
+	conn.Close()
+	// Once for the looked-up address, once in the Control hook.
+	if len(checked) != 2 || checked[0] != up || checked[1] != up {
+		t.Fatalf("Check saw %v, want %s twice", checked, up)
+	}
+	for _, addr := range []string{other.String(), "mixed.test:" + strconv.Itoa(int(up.Port()))} {
+		conn, err := d.DialContext(context.Background(), "tcp", addr)
+		if err == nil {
+			conn.Close()
+			t.Fatalf("DialContext(%s) connected, want refused by Check", addr)
+		}
+		var re *egress.RefusedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), "is not the one") {
+			t.Fatalf("DialContext(%s) = %v, want Check's refusal", addr, err)
 		}
 	}
 }

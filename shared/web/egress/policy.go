@@ -136,6 +136,7 @@ var v6Refused = spans(
 )
 
 var (
+	compatible  = netip.MustParsePrefix("::/96")
 	nat64       = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 	globalUni6  = netip.MustParsePrefix("2000::/3")
@@ -179,18 +180,9 @@ func Classify(ip netip.Addr) (what string, refused bool) {
 			return s.what, true
 		}
 	}
-	b := ip.As16()
-	if nat64.Contains(ip) {
-		v4 := netip.AddrFrom4([4]byte(b[12:16]))
+	if v4, form, ok := EmbeddedIPv4(ip); ok {
 		if what, bad := Classify(v4); bad {
-			return fmt.Sprintf("the NAT64 form of %s, %s", v4, what), true
-		}
-		return "", false
-	}
-	if sixToFour.Contains(ip) {
-		v4 := netip.AddrFrom4([4]byte(b[2:6]))
-		if what, bad := Classify(v4); bad {
-			return fmt.Sprintf("a 6to4 address embedding %s, %s", v4, what), true
+			return fmt.Sprintf("the %s form of %s, %s", form, v4, what), true
 		}
 		return "", false
 	}
@@ -198,6 +190,32 @@ func Classify(ip netip.Addr) (what string, refused bool) {
 		return "not a global unicast IPv6 address (outside 2000::/3)", true
 	}
 	return "", false
+}
+
+// EmbeddedIPv4 returns the IPv4 address that an IPv6 address carries in
+// one of the forms that lead to it: IPv4-mapped (::ffff:a.b.c.d),
+// IPv4-compatible (::a.b.c.d, deprecated; not :: or ::1), NAT64
+// (64:ff9b::a.b.c.d) and 6to4 (2002:aabb:ccdd::/48). form names the form
+// ("IPv4-mapped", "IPv4-compatible", "NAT64", "6to4"); ok is false for an
+// IPv4 address and any other IPv6 address. Whoever judges an IPv6
+// destination judges these by the IPv4 address inside.
+func EmbeddedIPv4(ip netip.Addr) (v4 netip.Addr, form string, ok bool) {
+	if !ip.Is6() {
+		return netip.Addr{}, "", false
+	}
+	ip = ip.WithZone("")
+	b := ip.As16()
+	switch {
+	case ip.Is4In6():
+		return ip.Unmap(), "IPv4-mapped", true
+	case compatible.Contains(ip) && ip != netip.IPv6Unspecified() && ip != netip.IPv6Loopback():
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible", true
+	case nat64.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64", true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4", true
+	}
+	return netip.Addr{}, "", false
 }
 
 // IsMetadata reports whether ip is a well-known cloud metadata address, in

@@ -10,6 +10,13 @@
 // run ends (Release); as a launch.Starter it starts, connects to and stops
 // generic warm tasks for a pool.
 //
+// A run whose Definition allows a display tool (launch.Spec.Browser), and a
+// warm task of that kind, runs from Config.BrowserTaskDefinition instead:
+// the browser image's (sandboximage.BrowserTarget, with headless
+// Chromium), with sandboximage.BrowserMemoryMiB more memory than its size's.
+// Without one the Launcher says so (launch.Browsers) and such a start fails
+// wrapping launch.ErrNoBrowser; the runner refuses those runs before that.
+//
 // # Starting a task
 //
 // RunTask gets the task definition (its launch type, Fargate, and its

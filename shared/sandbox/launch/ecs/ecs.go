@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/agentsfleet/agentsfleet/sandboximage"
-	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
@@ -74,6 +73,11 @@ type Config struct {
 	// TaskDefinition is the sandbox image's task definition: family,
 	// family:revision or ARN. Required.
 	TaskDefinition string
+	// BrowserTaskDefinition is the browser image's task definition
+	// (sandboximage.BrowserTarget), used for the sandboxes of runs whose
+	// Definition allows a display tool (launch.Spec.Browser). Empty means
+	// the deployment has no sandboxes with a browser (Browser is false).
+	BrowserTaskDefinition string
 	// Subnets and SecurityGroups place the tasks (awsvpc). Required. The
 	// security groups should open Port alone, to the runner.
 	Subnets, SecurityGroups []string
@@ -123,6 +127,7 @@ type started struct {
 var (
 	_ launch.Launcher = (*Launcher)(nil)
 	_ launch.Starter  = (*Launcher)(nil)
+	_ launch.Browsers = (*Launcher)(nil)
 )
 
 // New returns a Launcher for cfg, checking that the required settings are
@@ -168,12 +173,19 @@ func New(cfg Config) (*Launcher, error) {
 	return &Launcher{cfg: cfg}, nil
 }
 
+// Browser says the Launcher can start sandboxes with a browser: it has a
+// BrowserTaskDefinition.
+func (l *Launcher) Browser() bool { return l.cfg.BrowserTaskDefinition != "" }
+
 // Acquire returns the run's sandbox, starting a task when the run has none:
 // the same task comes back while it answers its health check; one that
 // does not is stopped and replaced (its exec_command sessions are gone with
 // it). The sandbox's ID is the task's ARN, its client's call timeout
 // client.CallTimeoutFor(spec.ToolTimeout). The task's CPU and memory are
-// spec.Size's (task overrides), the task definition's when it is empty. An error wraps launch.ErrStart and
+// spec.Size's (task overrides), the task definition's when it is empty.
+// spec.Browser starts it from BrowserTaskDefinition, with
+// sandboximage.BrowserMemoryMiB more memory than the size's; without one
+// the error wraps launch.ErrNoBrowser too. An error wraps launch.ErrStart and
 // names the task and the reason when a task was started; it wraps ctx's
 // error too when ctx ended first.
 func (l *Launcher) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandbox, error) {
@@ -202,7 +214,7 @@ func (l *Launcher) acquire(ctx context.Context, t *started, spec launch.Spec) (*
 		_ = l.stop(stopCtx, t.arn, ReasonUnhealthy) // best effort: it no longer answers
 		cancel()
 	}
-	t, err := l.start(ctx, types.Tag{Key: aws.String(TagRunID), Value: aws.String(spec.RunID)}, spec.Size, client.CallTimeoutFor(spec.ToolTimeout))
+	t, err := l.start(ctx, types.Tag{Key: aws.String(TagRunID), Value: aws.String(spec.RunID)}, launch.KindOf(spec), client.CallTimeoutFor(spec.ToolTimeout))
 	if err != nil {
 		return nil, nil, fmt.Errorf("run %s: %w", spec.RunID, err)
 	}
@@ -229,15 +241,15 @@ func (l *Launcher) TaskARN(runID string) string {
 	return arn
 }
 
-// Start starts a generic warm task (tag TagWarm) and returns once its
-// sandboxd is healthy, with size's CPU and memory; its errors are
-// Acquire's.
-func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
-	t, err := l.start(ctx, types.Tag{Key: aws.String(TagWarm), Value: aws.String("true")}, size, 0)
+// Start starts a generic warm task (tag TagWarm) of kind and returns once
+// its sandboxd is healthy, with the size's CPU and memory, from the
+// browser task definition when kind.Browser; its errors are Acquire's.
+func (l *Launcher) Start(ctx context.Context, kind launch.Kind) (launch.Warm, error) {
+	t, err := l.start(ctx, types.Tag{Key: aws.String(TagWarm), Value: aws.String("true")}, kind, 0)
 	if err != nil {
 		return launch.Warm{}, err
 	}
-	return launch.Warm{ID: t.arn, Size: size, URL: t.url, Nonce: t.nonce, Started: time.Now()}, nil
+	return launch.Warm{ID: t.arn, Size: kind.Size, Browser: kind.Browser, URL: t.url, Nonce: t.nonce, Started: time.Now()}, nil
 }
 
 // Connect returns a pinned client for w, with the token derived from
@@ -266,17 +278,28 @@ func (l *Launcher) Stop(ctx context.Context, w launch.Warm) error {
 	return l.stop(ctx, w.ID, ReasonRunEnded)
 }
 
-// start runs a task tagged tag and waits until its sandboxd answers. A task
-// that was started but failed to become healthy is stopped.
-func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxSize, callTimeout time.Duration) (*started, error) {
+// start runs a task of kind tagged tag and waits until its sandboxd
+// answers. A task that was started but failed to become healthy is stopped.
+func (l *Launcher) start(ctx context.Context, tag types.Tag, kind launch.Kind, callTimeout time.Duration) (*started, error) {
+	taskDef := l.cfg.TaskDefinition
+	if kind.Browser {
+		if taskDef = l.cfg.BrowserTaskDefinition; taskDef == "" {
+			return nil, fmt.Errorf("%w: %w: no browser task definition (%s)", launch.ErrStart, launch.ErrNoBrowser, EnvBrowserTaskDefinition)
+		}
+	}
 	overrides := &types.TaskOverride{}
-	switch {
+	switch size := kind.Size; {
 	case size == "":
 	case size.Valid():
 		// Fargate takes the task's size from the overrides, within the
-		// task definition's limits; each sandbox size is a valid pair.
+		// task definition's limits; each sandbox size is a valid pair,
+		// and so is it with a browser's memory added.
+		mem := size.MemoryMiB()
+		if kind.Browser {
+			mem += sandboximage.BrowserMemoryMiB
+		}
 		overrides.Cpu = aws.String(strconv.Itoa(size.CPU()))
-		overrides.Memory = aws.String(strconv.Itoa(size.MemoryMiB()))
+		overrides.Memory = aws.String(strconv.Itoa(mem))
 	default:
 		return nil, fmt.Errorf("%w: %q is not a sandbox size", launch.ErrStart, size)
 	}
@@ -298,7 +321,7 @@ func (l *Launcher) start(ctx context.Context, tag types.Tag, size fleet.SandboxS
 	}}
 	out, err := l.cfg.ECS.RunTask(ctx, &awsecs.RunTaskInput{
 		Cluster:        aws.String(l.cfg.Cluster),
-		TaskDefinition: aws.String(l.cfg.TaskDefinition),
+		TaskDefinition: aws.String(taskDef),
 		LaunchType:     types.LaunchTypeFargate,
 		Count:          aws.Int32(1),
 		StartedBy:      aws.String(StartedBy),

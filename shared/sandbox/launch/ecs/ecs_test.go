@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	awsecs "github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
+	"github.com/agentsfleet/agentsfleet/sandboximage"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
@@ -91,25 +93,7 @@ func newFixture(t *testing.T) *fixture {
 	if _, err := f.ecs.CreateCluster(ctx, &awsecs.CreateClusterInput{ClusterName: aws.String(f.cluster)}); err != nil {
 		t.Fatal(err)
 	}
-	td, err := f.ecs.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
-		Family:                  aws.String(awstest.UniqueName(t, "sandbox")),
-		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
-		NetworkMode:             types.NetworkModeAwsvpc,
-		Cpu:                     aws.String("256"),
-		Memory:                  aws.String("512"),
-		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureArm64, OperatingSystemFamily: types.OSFamilyLinux},
-		ContainerDefinitions: []types.ContainerDefinition{{
-			Name:         aws.String(ecs.DefaultContainer),
-			Image:        aws.String("agentsfleet/sandbox:test"),
-			Memory:       aws.Int32(512),
-			Essential:    aws.Bool(true),
-			PortMappings: []types.PortMapping{{ContainerPort: aws.Int32(8080)}},
-		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.taskDef = aws.ToString(td.TaskDefinition.TaskDefinitionArn)
+	f.taskDef = f.register(t, "sandbox")
 	vpcs, err := f.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: []ec2types.Filter{{Name: aws.String("isDefault"), Values: []string{"true"}}}})
 	if err != nil || len(vpcs.Vpcs) == 0 {
 		t.Fatalf("default VPC: %v, %v", vpcs, err)
@@ -128,6 +112,32 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.sg = aws.ToString(sg.GroupId)
 	return f
+}
+
+// register registers a task definition of the sandbox's shape in a
+// family named after family and returns its ARN.
+func (f *fixture) register(t *testing.T, family string) string {
+	t.Helper()
+	ctx := context.Background()
+	td, err := f.ecs.RegisterTaskDefinition(ctx, &awsecs.RegisterTaskDefinitionInput{
+		Family:                  aws.String(awstest.UniqueName(t, family)),
+		RequiresCompatibilities: []types.Compatibility{types.CompatibilityFargate},
+		NetworkMode:             types.NetworkModeAwsvpc,
+		Cpu:                     aws.String("256"),
+		Memory:                  aws.String("512"),
+		RuntimePlatform:         &types.RuntimePlatform{CpuArchitecture: types.CPUArchitectureArm64, OperatingSystemFamily: types.OSFamilyLinux},
+		ContainerDefinitions: []types.ContainerDefinition{{
+			Name:         aws.String(ecs.DefaultContainer),
+			Image:        aws.String("agentsfleet/sandbox:test"),
+			Memory:       aws.Int32(512),
+			Essential:    aws.Bool(true),
+			PortMappings: []types.PortMapping{{ContainerPort: aws.Int32(8080)}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(td.TaskDefinition.TaskDefinitionArn)
 }
 
 // config is a launcher config over the fixture whose Resolve calls resolve.
@@ -521,7 +531,7 @@ func TestStarter(t *testing.T) {
 	cfg.Key = func(context.Context) (token.Key, error) { return key, nil }
 	var st launch.Starter = newLauncher(t, cfg)
 	ctx := context.Background()
-	w, err := st.Start(ctx, fleet.DefaultSandboxSize)
+	w, err := st.Start(ctx, launch.Kind{Size: fleet.DefaultSandboxSize})
 	if err != nil {
 		t.Fatalf("Start = %v", err)
 	}
@@ -658,7 +668,7 @@ func TestNoCapacity(t *testing.T) {
 	if !errors.Is(err, launch.ErrStart) || !strings.Contains(err.Error(), "RESOURCE:FARGATE") || !strings.Contains(err.Error(), "capacity is unavailable") {
 		t.Fatalf("Acquire = %v; want ErrStart with the RunTask failure", err)
 	}
-	_, err = newLauncher(t, f.config(f.standInResolve(t, "", ""))).Start(context.Background(), "huge")
+	_, err = newLauncher(t, f.config(f.standInResolve(t, "", ""))).Start(context.Background(), launch.Kind{Size: "huge"})
 	if !errors.Is(err, launch.ErrStart) || !strings.Contains(err.Error(), `"huge"`) {
 		t.Fatalf("Start(huge) = %v; want ErrStart naming the size", err)
 	}
@@ -725,5 +735,73 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	for _, id := range ids {
 		f.wantStopped(t, id, ecs.ReasonRunEnded)
+	}
+}
+
+// TestBrowserTasks: a run that needs a browser, and a warm sandbox of the
+// browser kind, run from the browser task definition with the size's CPU
+// and its memory plus Chromium's; a plain run from the plain one; and a
+// launcher without a browser task definition starts nothing for a browser
+// run, saying which setting it lacks.
+func TestBrowserTasks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := f.config(f.standInResolve(t, "", ""))
+	cfg.BrowserTaskDefinition = f.register(t, "sandbox-browser")
+	l := newLauncher(t, cfg)
+	if !l.Browser() || !launch.CanBrowse(l) {
+		t.Fatal("Browser() = false with a browser task definition")
+	}
+	for _, tt := range []struct {
+		spec    launch.Spec
+		taskDef string
+		memory  string
+	}{
+		{launch.Spec{RunID: "browser-run", Fleet: "f", Size: fleet.SizeMedium, Browser: true}, cfg.BrowserTaskDefinition, strconv.Itoa(2048 + sandboximage.BrowserMemoryMiB)},
+		{launch.Spec{RunID: "plain-run", Fleet: "f", Size: fleet.SizeMedium}, cfg.TaskDefinition, "2048"},
+	} {
+		sb, err := l.Acquire(ctx, tt.spec)
+		if err != nil {
+			t.Fatalf("Acquire(%+v) = %v", tt.spec, err)
+		}
+		task := f.describe(t, sb.ID)
+		if got := aws.ToString(task.TaskDefinitionArn); got != tt.taskDef {
+			t.Errorf("run %s: task definition %s, want %s", tt.spec.RunID, got, tt.taskDef)
+		}
+		if task.Overrides == nil || aws.ToString(task.Overrides.Cpu) != "1024" || aws.ToString(task.Overrides.Memory) != tt.memory {
+			t.Errorf("run %s: overrides %+v; want cpu 1024 and memory %s", tt.spec.RunID, task.Overrides, tt.memory)
+		}
+		if err := l.Release(ctx, tt.spec.RunID); err != nil {
+			t.Fatalf("Release = %v", err)
+		}
+	}
+	w, err := l.Start(ctx, launch.Kind{Size: fleet.SizeSmall, Browser: true})
+	if err != nil {
+		t.Fatalf("Start of a browser sandbox = %v", err)
+	}
+	if !w.Browser || w.Size != fleet.SizeSmall {
+		t.Errorf("Start = %+v; want a small sandbox with a browser", w)
+	}
+	if task := f.describe(t, w.ID); aws.ToString(task.TaskDefinitionArn) != cfg.BrowserTaskDefinition ||
+		task.Overrides == nil || aws.ToString(task.Overrides.Memory) != strconv.Itoa(1024+sandboximage.BrowserMemoryMiB) {
+		t.Errorf("the warm browser task: %s, overrides %+v; want the browser task definition and the small size's memory plus Chromium's",
+			aws.ToString(task.TaskDefinitionArn), task.Overrides)
+	}
+	if err := l.Stop(ctx, w); err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+
+	plain := newLauncher(t, f.config(f.standInResolve(t, "", "")))
+	if plain.Browser() {
+		t.Error("Browser() = true without a browser task definition")
+	}
+	before := len(f.tasks(t))
+	_, err = plain.Acquire(ctx, launch.Spec{RunID: "no-browser", Fleet: "f", Browser: true})
+	if !errors.Is(err, launch.ErrStart) || !errors.Is(err, launch.ErrNoBrowser) || !strings.Contains(err.Error(), ecs.EnvBrowserTaskDefinition) {
+		t.Errorf("Acquire of a browser sandbox without its task definition = %v; want ErrStart, ErrNoBrowser and the setting's name", err)
+	}
+	if after := len(f.tasks(t)); after != before {
+		t.Errorf("%d tasks after the refused start, want %d", after, before)
 	}
 }

@@ -24,6 +24,11 @@ const (
 	// EnvTaskDefinition is the sandbox image's task definition (family,
 	// family:revision or ARN).
 	EnvTaskDefinition = "AGENTSFLEET_SANDBOX_TASK_DEFINITION"
+	// EnvBrowserTaskDefinition is the browser image's task definition
+	// (Config.BrowserTaskDefinition), optional: without it the
+	// deployment's sandboxes have no browser, and the runner refuses a
+	// Definition that allows browser_open or screenshot, naming it.
+	EnvBrowserTaskDefinition = "AGENTSFLEET_SANDBOX_BROWSER_TASK_DEFINITION"
 	// EnvSubnets are the tasks' subnets, comma-separated.
 	EnvSubnets = "AGENTSFLEET_SANDBOX_SUBNETS"
 	// EnvSecurityGroups are their security groups, comma-separated.
@@ -44,20 +49,22 @@ const (
 // Settings are the variables FromEnv reads. None is required: a
 // deployment without them has no sandboxes.
 func Settings() []setting.Var {
-	return []setting.Var{{Name: EnvCluster}, {Name: EnvTaskDefinition}, {Name: EnvSubnets}, {Name: EnvSecurityGroups}, {Name: EnvPublicIP},
+	return []setting.Var{{Name: EnvCluster}, {Name: EnvTaskDefinition}, {Name: EnvBrowserTaskDefinition}, {Name: EnvSubnets}, {Name: EnvSecurityGroups}, {Name: EnvPublicIP},
 		{Name: EnvTokenKeyARN, Or: EnvTokenKey}, {Name: EnvTokenKey}}
 }
 
 // ConfigFromEnv reads the settings into a Config without its API clients.
 // ok is false when none of the four required ones is set (no sandboxes);
-// some set without the others, or an EnvPublicIP that is neither true nor
-// false, is an error naming them.
+// some set without the others, an EnvPublicIP that is neither true nor
+// false, or an EnvBrowserTaskDefinition without them, is an error naming
+// them.
 func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) {
 	cfg = Config{
-		Cluster:        strings.TrimSpace(getenv(EnvCluster)),
-		TaskDefinition: strings.TrimSpace(getenv(EnvTaskDefinition)),
-		Subnets:        list(getenv(EnvSubnets)),
-		SecurityGroups: list(getenv(EnvSecurityGroups)),
+		Cluster:               strings.TrimSpace(getenv(EnvCluster)),
+		TaskDefinition:        strings.TrimSpace(getenv(EnvTaskDefinition)),
+		BrowserTaskDefinition: strings.TrimSpace(getenv(EnvBrowserTaskDefinition)),
+		Subnets:               list(getenv(EnvSubnets)),
+		SecurityGroups:        list(getenv(EnvSecurityGroups)),
 	}
 	var missing []string
 	for name, set := range map[string]bool{EnvCluster: cfg.Cluster != "", EnvTaskDefinition: cfg.TaskDefinition != "",
@@ -67,9 +74,11 @@ func ConfigFromEnv(getenv func(string) string) (cfg Config, ok bool, err error) 
 		}
 	}
 	if len(missing) == 4 {
-		if getenv(EnvPublicIP) != "" {
-			return Config{}, false, fmt.Errorf("%s is set but not %s, %s, %s nor %s: sandboxes need all four",
-				EnvPublicIP, EnvCluster, EnvTaskDefinition, EnvSubnets, EnvSecurityGroups)
+		for _, name := range []string{EnvPublicIP, EnvBrowserTaskDefinition} {
+			if strings.TrimSpace(getenv(name)) != "" {
+				return Config{}, false, fmt.Errorf("%s is set but not %s, %s, %s nor %s: sandboxes need all four",
+					name, EnvCluster, EnvTaskDefinition, EnvSubnets, EnvSecurityGroups)
+			}
 		}
 		return Config{}, false, nil
 	}

@@ -41,6 +41,13 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg, ok, err := ecs.ConfigFromEnv(get(with(ecs.EnvPublicIP, "false"))); err != nil || !ok || !cfg.Private {
 		t.Errorf("PUBLIC_IP=false: %+v, %v, %v; want the private layout", cfg, ok, err)
 	}
+	if cfg.BrowserTaskDefinition != "" {
+		t.Errorf("BrowserTaskDefinition = %q without its setting, want none", cfg.BrowserTaskDefinition)
+	}
+	if cfg, ok, err := ecs.ConfigFromEnv(get(with(ecs.EnvBrowserTaskDefinition, " agentsfleet-sandbox-browser "))); err != nil || !ok ||
+		cfg.BrowserTaskDefinition != "agentsfleet-sandbox-browser" {
+		t.Errorf("BROWSER_TASK_DEFINITION set: %+v, %v, %v; want it as the browser's task definition", cfg, ok, err)
+	}
 	if _, ok, err := ecs.ConfigFromEnv(get(map[string]string{})); err != nil || ok {
 		t.Errorf("no settings: %v, %v; want no sandboxes and no error", ok, err)
 	}
@@ -54,6 +61,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{with(ecs.EnvSecurityGroups, ""), "AGENTSFLEET_SANDBOX_SECURITY_GROUPS not set"},
 		{with(ecs.EnvPublicIP, "no"), `AGENTSFLEET_SANDBOX_PUBLIC_IP="no"`},
 		{map[string]string{ecs.EnvPublicIP: "false"}, "sandboxes need all four"},
+		{map[string]string{ecs.EnvBrowserTaskDefinition: "agentsfleet-sandbox-browser"}, "AGENTSFLEET_SANDBOX_BROWSER_TASK_DEFINITION is set but not"},
 	} {
 		if _, _, err := ecs.ConfigFromEnv(get(tc.env)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ConfigFromEnv(%v) = %v, want an error with %q", tc.env, err, tc.want)
@@ -88,7 +96,7 @@ func TestConfigFromEnv(t *testing.T) {
 			t.Errorf("Settings has %+v", v)
 		}
 	}
-	if got := setting.Names(ecs.Settings()); len(got) != 7 {
-		t.Errorf("Settings = %q, want the five and the token key's two", got)
+	if got := setting.Names(ecs.Settings()); len(got) != 8 || !slices.Contains(got, ecs.EnvBrowserTaskDefinition) {
+		t.Errorf("Settings = %q, want the six (the browser's task definition among them) and the token key's two", got)
 	}
 }

@@ -35,6 +35,7 @@ type Launcher struct {
 type running struct {
 	nonce string // a Starter's sandbox's, and its token
 	token string
+	kind  launch.Kind // a Starter's sandbox's
 	once  sync.Once
 	srv   *httptest.Server
 	tools []interface{ Close() error }

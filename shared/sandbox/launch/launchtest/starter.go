@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -28,6 +27,12 @@ import (
 // Starter keeps (Connect refuses a Warm whose nonce is not its sandbox's). Stop closes it, and so does Kill behind a
 // pool's back, as a task that died does. It is safe for concurrent use.
 type Starter struct {
+	// Browsers makes the Starter one that can start sandboxes with a
+	// browser (launch.Browsers): a pool test's, checking which kind a run
+	// gets. Their sandboxd has no browser all the same; Kind tells them
+	// apart.
+	Browsers bool
+
 	dir     string
 	n       atomic.Int64
 	started atomic.Int64
@@ -37,7 +42,13 @@ type Starter struct {
 	all map[string]*running // by Warm.ID, until stopped
 }
 
-var _ launch.Starter = (*Starter)(nil)
+var (
+	_ launch.Starter  = (*Starter)(nil)
+	_ launch.Browsers = (*Starter)(nil)
+)
+
+// Browser is Starter.Browsers.
+func (s *Starter) Browser() bool { return s.Browsers }
 
 // NewStarter returns a Starter whose sandboxes serve folders under a
 // temporary folder of the test's; the ones still running stop when the
@@ -59,9 +70,13 @@ func NewStarter(t testing.TB) *Starter {
 	return s
 }
 
-// Start serves a new sandboxd and returns it once it answers its health
-// check.
-func (s *Starter) Start(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
+// Start serves a new sandboxd of kind and returns it once it answers its
+// health check. A kind with a browser, when Browsers is false, is an error
+// wrapping launch.ErrNoBrowser.
+func (s *Starter) Start(ctx context.Context, kind launch.Kind) (launch.Warm, error) {
+	if kind.Browser && !s.Browsers {
+		return launch.Warm{}, fmt.Errorf("%w: %w", launch.ErrStart, launch.ErrNoBrowser)
+	}
 	id := fmt.Sprintf("inprocess-%d", s.n.Add(1))
 	dirs := sandbox.Dirs{Workdir: filepath.Join(s.dir, id, "work"), Agent: filepath.Join(s.dir, id, "agent")}
 	for _, d := range []string{dirs.Workdir, dirs.Agent} {
@@ -88,8 +103,8 @@ func (s *Starter) Start(ctx context.Context, size fleet.SandboxSize) (launch.War
 		}
 	}
 	rand.Read(b)
-	r.nonce, r.token = hex.EncodeToString(b), tok
-	w := launch.Warm{ID: id, Size: size, URL: r.srv.URL, Nonce: r.nonce, Started: time.Now()}
+	r.nonce, r.token, r.kind = hex.EncodeToString(b), tok, kind
+	w := launch.Warm{ID: id, Size: kind.Size, Browser: kind.Browser, URL: r.srv.URL, Nonce: r.nonce, Started: time.Now()}
 	s.mu.Lock()
 	s.all[id] = r
 	s.mu.Unlock()
@@ -143,6 +158,18 @@ func (s *Starter) Kill(id string) {
 	if ok {
 		r.stop()
 	}
+}
+
+// Kind is the kind sandbox id was started as; ok is false once it is
+// stopped or killed.
+func (s *Starter) Kind(id string) (kind launch.Kind, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.all[id]
+	if !ok {
+		return launch.Kind{}, false
+	}
+	return r.kind, true
 }
 
 // Running reports whether sandbox id is serving.

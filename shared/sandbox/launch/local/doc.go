@@ -12,6 +12,12 @@
 // random token in its environment (SANDBOXD_TOKEN) and nowhere else, which
 // it erases from its environment at start.
 //
+// The sandboxes of runs that need a browser (launch.Spec.Browser), and warm
+// ones started with one, get `sandboxd serve --browser PATH` with the
+// Chromium of Config.Browser (`agentsfleet run` and `dev` find one on this
+// machine); without a Config.Browser the Launcher says it has none
+// (launch.Browsers) and such a start fails wrapping launch.ErrNoBrowser.
+//
 // # Warm sandboxes
 //
 // The Launcher is also a launch.Starter, for a warm pool (launch/pool) on

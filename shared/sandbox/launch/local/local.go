@@ -52,6 +52,18 @@ type Config struct {
 	// Binary is the sandboxd to run. Empty means BinaryName beside the
 	// running executable (where `make build` puts both), else on PATH.
 	Binary string
+	// Browser is the Chromium (an executable's path) sandboxd drives for
+	// the display tools (sandboxd serve --browser), given to the sandboxes
+	// of runs that need one (launch.Spec.Browser) and to generic ones
+	// started with a browser. Empty means no sandbox has a browser
+	// (Browser is false), and such runs and starts fail wrapping
+	// launch.ErrNoBrowser.
+	Browser string
+	// TestAllowAddr, for tests only, is the one loopback ip:port the
+	// sandboxes' browser may reach (sandboxd's egress.AllowEnv, which
+	// sandboxd reads for itself and never gives its commands), as the
+	// stack's web tools admit it in this process. Empty admits none.
+	TestAllowAddr string
 	// Env names variables of this process's environment that commands get
 	// with their values, besides DefaultEnv (sandboxd --env). A name that
 	// may hold a secret is refused (see New).
@@ -83,6 +95,8 @@ var ErrNoSandboxd = errors.New("sandboxd not found")
 type Launcher struct {
 	workdir, stateDir, data, workspace string
 	binary                             string
+	browser                            string   // Chromium, "" for none
+	allow                              string   // egress.AllowEnv's value, "" for none
 	env                                []string // --env names
 	idle, startTimeout, grace          time.Duration
 	log                                *lineLog // nil: no log
@@ -95,16 +109,18 @@ var (
 	_ launch.Launcher = (*Launcher)(nil)
 	_ launch.Placer   = (*Launcher)(nil)
 	_ launch.Starter  = (*Launcher)(nil)
+	_ launch.Browsers = (*Launcher)(nil)
 )
 
 // New returns a Launcher for cfg. It checks what it can before any run
 // asks: the folders exist (the state folder is created), sandboxd is found
-// (else an error wrapping ErrNoSandboxd that says where it looked), and no
+// (else an error wrapping ErrNoSandboxd that says where it looked), the
+// Browser, when set, is an executable file, and no
 // name in cfg.Env may hold a secret: names starting AWS_, ECS_, SANDBOXD_,
 // AGENTSFLEET_ or LD_, or containing TOKEN, SECRET, KEY, PASSWORD, PASSWD
 // or CREDENTIAL (without regard to case), as sandboxd refuses them.
 func New(cfg Config) (*Launcher, error) {
-	l := &Launcher{idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace}
+	l := &Launcher{idle: cfg.IdleTimeout, startTimeout: cfg.StartTimeout, grace: cfg.StopGrace, allow: cfg.TestAllowAddr}
 	if l.startTimeout <= 0 {
 		l.startTimeout = DefaultStartTimeout
 	}
@@ -144,8 +160,20 @@ func New(cfg Config) (*Launcher, error) {
 	if l.binary, err = findBinary(cfg.Binary); err != nil {
 		return nil, err
 	}
+	if cfg.Browser != "" {
+		if l.browser, err = filepath.Abs(cfg.Browser); err == nil {
+			err = executable(l.browser)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("local: Config.Browser %s: %w", cfg.Browser, err)
+		}
+	}
 	return l, nil
 }
+
+// Browser says the Launcher's sandboxes can have a browser: it has a
+// Config.Browser.
+func (l *Launcher) Browser() bool { return l.browser != "" }
 
 // folder returns dir made absolute, checking that it is a folder; an empty
 // dir is the current directory when current, else stays empty.
@@ -232,7 +260,8 @@ func (l *Launcher) Places(spec launch.Spec) launch.Places {
 // (sandboxd --timeout) is spec.ToolTimeout in whole seconds, rounded up
 // (zero: sandboxd's default), and its client's call timeout
 // client.CallTimeoutFor that. spec.Size is not used: a local sandbox has
-// the machine's resources. An error wraps launch.ErrStart, with what
+// the machine's resources. spec.Browser gives it Config.Browser (an error
+// wrapping launch.ErrNoBrowser too without one). An error wraps launch.ErrStart, with what
 // sandboxd last wrote to its standard error when it exited; it wraps ctx's
 // error too when ctx ended first.
 func (l *Launcher) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandbox, error) {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/local"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // nobody is the uid a workdir is given to, when the tests run as root, to
@@ -557,7 +559,7 @@ func TestWarmStartConnectStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	w, err := l.Start(ctx, "small")
+	w, err := l.Start(ctx, launch.Kind{Size: "small"})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -617,7 +619,7 @@ func TestWarmStartConnectStop(t *testing.T) {
 	// Close ends the warm ones left, and refuses later starts.
 	var pids []int
 	for range 2 {
-		w, err := l.Start(ctx, "small")
+		w, err := l.Start(ctx, launch.Kind{Size: "small"})
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
@@ -636,7 +638,109 @@ func TestWarmStartConnectStop(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(cfg.StateDir, "sandboxes")); len(entries) != 0 {
 		t.Errorf("%d warm sandbox folders left after Close, want none", len(entries))
 	}
-	if _, err := l.Start(ctx, "small"); !errors.Is(err, launch.ErrStart) {
+	if _, err := l.Start(ctx, launch.Kind{Size: "small"}); !errors.Is(err, launch.ErrStart) {
 		t.Errorf("Start after Close = %v, want ErrStart", err)
+	}
+}
+
+// TestBrowserCommandLine: the sandboxes of runs that need a browser, and
+// warm ones started with one, get sandboxd --browser with Config.Browser;
+// the others do not. sandboxd runs behind a wrapper that notes its
+// arguments; the Chromium is a stand-in, which sandboxd checks is a
+// program but starts only at the first browser_open.
+func TestBrowserCommandLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chromium := filepath.Join(dir, "chromium")
+	wrapper := filepath.Join(dir, "sandboxd")
+	for name, body := range map[string]string{
+		chromium: "exit 0",
+		wrapper: `printf '%s\n' "$@" > ` + dir + `/args.$$
+exec ` + sandboxdBin + ` "$@"`,
+	} {
+		if err := os.WriteFile(name, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := func(pid int) []string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "args."+strconv.Itoa(pid)))
+		if err != nil {
+			t.Fatalf("sandboxd's arguments: %v", err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	browserArgs := func(a []string) string {
+		if i := slices.Index(a, "--browser"); i >= 0 && i+1 < len(a) {
+			return a[i+1]
+		}
+		return ""
+	}
+
+	cfg := fixture(t)
+	cfg.Binary, cfg.Browser = wrapper, chromium
+	l := newLauncher(t, cfg)
+	if !l.Browser() || !launch.CanBrowse(l) {
+		t.Fatal("Browser() = false with a Config.Browser")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	withBrowser := spec("b")
+	withBrowser.Browser = true
+	acquire(t, l, withBrowser)
+	if got := browserArgs(args(l.PID("b"))); got != chromium {
+		t.Errorf("a browser run's sandboxd --browser %q, want %q", got, chromium)
+	}
+	acquire(t, l, spec("p"))
+	if a := args(l.PID("p")); slices.Contains(a, "--browser") {
+		t.Errorf("a plain run's sandboxd got --browser: %q", a)
+	}
+	w, err := l.Start(ctx, launch.Kind{Size: "small", Browser: true})
+	if err != nil {
+		t.Fatalf("Start with a browser: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimPrefix(w.ID, "local-"))
+	if got := browserArgs(args(pid)); got != chromium || !w.Browser {
+		t.Errorf("a warm browser sandbox: --browser %q, Warm %+v; want %q and Browser", got, w, chromium)
+	}
+
+	plain := fixture(t)
+	none := newLauncher(t, plain)
+	if none.Browser() {
+		t.Error("Browser() = true without a Config.Browser")
+	}
+	if _, err := none.Acquire(ctx, withBrowser); !errors.Is(err, launch.ErrStart) || !errors.Is(err, launch.ErrNoBrowser) {
+		t.Errorf("Acquire of a browser sandbox without Chromium = %v, want ErrStart and ErrNoBrowser", err)
+	}
+	if none.PID("b") != 0 {
+		t.Error("a refused browser run left a sandboxd")
+	}
+	plain.Browser = filepath.Join(dir, "no-such-chromium")
+	if _, err := local.New(plain); err == nil || !strings.Contains(err.Error(), "Config.Browser") || !strings.Contains(err.Error(), "no-such-chromium") {
+		t.Errorf("New with a Browser that does not exist = %v, want an error naming it", err)
+	}
+}
+
+// TestTestAllowAddrReachesSandboxdAlone: Config.TestAllowAddr is in
+// sandboxd's environment, for its browser's egress policy, and never in
+// its commands'.
+func TestTestAllowAddrReachesSandboxdAlone(t *testing.T) {
+	t.Parallel()
+	cfg := fixture(t)
+	cfg.TestAllowAddr = "127.0.0.1:9"
+	l := newLauncher(t, cfg)
+	sb := acquire(t, l, spec("allow"))
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(l.PID("allow")) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(environ), "\x00"), egress.AllowEnv+"=127.0.0.1:9") {
+		t.Errorf("sandboxd's environment lacks %s=127.0.0.1:9", egress.AllowEnv)
+	}
+	if out := bash(t, sb, "env"); strings.Contains(out, egress.AllowEnv) {
+		t.Errorf("a command sees %s:\n%s", egress.AllowEnv, out)
 	}
 }

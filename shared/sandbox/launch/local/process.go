@@ -24,6 +24,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 // process is one sandboxd serve.
@@ -74,19 +75,26 @@ func (l *Launcher) start(ctx context.Context, spec launch.Spec) (*process, error
 	if err := os.Mkdir(agent, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("%w: run %s: the fleet's folder: %w", launch.ErrStart, spec.RunID, err)
 	}
-	return l.spawn(ctx, "run "+spec.RunID, agent, spec.ToolTimeout)
+	return l.spawn(ctx, "run "+spec.RunID, agent, spec.ToolTimeout, spec.Browser)
 }
 
 // spawn starts sandboxd serving agent as the fleet's folder, with the tool
-// timeout toolTimeout (zero: sandboxd's), and waits until it answers
-// /healthz. what names the sandbox in errors ("run R").
-func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout time.Duration) (*process, error) {
+// timeout toolTimeout (zero: sandboxd's) and, when browser, the Launcher's
+// Chromium, and waits until it answers /healthz. what names the sandbox in
+// errors ("run R").
+func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout time.Duration, browser bool) (*process, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: "+format, append([]any{launch.ErrStart, what}, args...)...)
+	}
+	if browser && l.browser == "" {
+		return nil, fail("%w: no Chromium was given (Config.Browser)", launch.ErrNoBrowser)
 	}
 	args, err := l.args(agent)
 	if err != nil {
 		return nil, fail("%w", err)
+	}
+	if browser {
+		args = append(args, "--browser", l.browser)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -102,6 +110,9 @@ func (l *Launcher) spawn(ctx context.Context, what, agent string, toolTimeout ti
 	// The token goes to sandboxd alone, which erases it at start; the rest
 	// of its environment is this process's, less what may hold a secret.
 	cmd.Env = append(sandboxdEnv(os.Environ()), wire.TokenEnv+"="+token)
+	if l.allow != "" {
+		cmd.Env = append(cmd.Env, egress.AllowEnv+"="+l.allow)
+	}
 	cmd.Dir = "/"
 	// Its own process group: a Ctrl-C at the terminal is for this
 	// process, which stops its sandboxes itself.

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 )
 
@@ -24,11 +23,12 @@ const warmDir = "sandboxes"
 // StateDir/sandboxes/<name>/agent, which the runner fills through the
 // restore of the fleet's folder (runner.Folders) once a run claims it.
 // Its ID is "local-<pid>"; its tool timeout is sandboxd's default, since
-// no fleet is known yet. size is not used, as in Acquire. The sandbox lives
+// no fleet is known yet. kind.Size is not used, as in Acquire;
+// kind.Browser gives it Config.Browser, as Spec.Browser does. The sandbox lives
 // until Stop, Close, its idle timeout (Config.IdleTimeout) or this
 // process's exit; it is reachable, and Connect finds it, from this
 // Launcher only. An error wraps launch.ErrStart.
-func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
+func (l *Launcher) Start(ctx context.Context, kind launch.Kind) (launch.Warm, error) {
 	raw := make([]byte, 8+16) // its folder's name, its nonce
 	if _, err := rand.Read(raw); err != nil {
 		return launch.Warm{}, fmt.Errorf("%w: a warm sandbox: %w", launch.ErrStart, err)
@@ -45,13 +45,13 @@ func (l *Launcher) Start(ctx context.Context, size fleet.SandboxSize) (launch.Wa
 	if err != nil {
 		return launch.Warm{}, fmt.Errorf("%w: a warm sandbox: its fleet's folder: %w", launch.ErrStart, err)
 	}
-	p, err := l.spawn(ctx, "a warm sandbox", agent, 0)
+	p, err := l.spawn(ctx, "a warm sandbox", agent, 0, kind.Browser)
 	if err != nil {
 		_ = os.RemoveAll(home)
 		return launch.Warm{}, err
 	}
 	p.home, p.nonce = home, hex.EncodeToString(raw[8:])
-	w := launch.Warm{ID: "local-" + strconv.Itoa(p.cmd.Process.Pid), Size: size, URL: p.sb.Client.URL(),
+	w := launch.Warm{ID: "local-" + strconv.Itoa(p.cmd.Process.Pid), Size: kind.Size, Browser: kind.Browser, URL: p.sb.Client.URL(),
 		Nonce: p.nonce, Started: time.Now()}
 	p.sb.ID = w.ID
 	if err := l.warm.Hold(w.ID, func(cur *process) *process {

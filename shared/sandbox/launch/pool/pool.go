@@ -1,6 +1,7 @@
 // Package pool is a launch.Launcher with a warm pool: idle sandboxes of
-// each size, started ahead of runs by a launch.Starter (launch/ecs on
-// Fargate, launch/local on this machine) and recorded in the store's
+// each kind (size, and with or without a browser), started ahead of runs
+// by a launch.Starter (launch/ecs on Fargate, launch/local on this
+// machine) and recorded in the store's
 // DynamoDB table, so that a run claims one in milliseconds instead of
 // waiting for a cold start, from any process.
 //
@@ -9,13 +10,19 @@
 // claimed sandbox serves its run (and the run's children) only and is
 // stopped when the run ends; it never returns to the pool. After each
 // claim the pool is topped up, in the background, to its target for that
-// size; Sweep stops idle sandboxes past MaxIdle and forgets records whose
+// kind; Sweep stops idle sandboxes past MaxIdle and forgets records whose
 // sandbox is dead, then tops up. Idle sandboxes also stop themselves
 // (sandboxd's idle timeout), so nothing is left billing when no sweep runs.
 //
 // A record holds a sandbox's id, address and nonce (launch.Warm), never its
 // token: the Starter makes the token again from the nonce (launch/ecs with
 // the runner's key), so that a reader of the table cannot call a sandbox.
+//
+// The records of a kind are under its key where the store takes a size:
+// "small" for a plain sandbox, as before browsers came, and
+// "small+browser" for one with a browser. A run that needs a browser never
+// claims a plain sandbox, nor the reverse, and records written before
+// browsers came read as plain sandboxes.
 package pool
 
 import (
@@ -23,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +69,10 @@ type Config struct {
 	// Target is how many idle sandboxes to keep of each size; a size
 	// missing or at 0 keeps none (every run starts cold).
 	Target map[fleet.SandboxSize]int
+	// BrowserTarget is the same for sandboxes with a browser, kept apart
+	// (BrowserTargetsEnv). It needs a Starter that can give them
+	// (launch.Browsers).
+	BrowserTarget map[fleet.SandboxSize]int
 	// MaxIdle is how long an idle sandbox may wait before Sweep stops it;
 	// its record stops being claimable then too. It should not exceed
 	// sandboxd's idle timeout. Zero means DefaultMaxIdle.
@@ -95,9 +107,9 @@ type Pool struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	runs     map[string]*claim // by run id, the sandboxes this Pool handed out
-	inflight map[fleet.SandboxSize]int
-	pending  map[fleet.SandboxSize]bool // a background top-up is waiting
-	sizeMu   map[fleet.SandboxSize]*sync.Mutex
+	inflight map[launch.Kind]int
+	pending  map[launch.Kind]bool // a background top-up is waiting
+	kindMu   map[launch.Kind]*sync.Mutex
 	mine     map[string]bool // ids of the sandboxes this Pool started, until stopped
 
 	claimed, cold, resumed, discarded atomic.Int64
@@ -105,12 +117,15 @@ type Pool struct {
 
 type claim struct {
 	mu   sync.Mutex
-	size fleet.SandboxSize
+	kind launch.Kind
 	warm launch.Warm
 	sb   *launch.Sandbox
 }
 
-var _ launch.Launcher = (*Pool)(nil)
+var (
+	_ launch.Launcher = (*Pool)(nil)
+	_ launch.Browsers = (*Pool)(nil)
+)
 
 // New returns a Pool. It starts nothing: call TopUp or Sweep to fill it,
 // and Close to wait for background top-ups when done.
@@ -121,6 +136,14 @@ func New(cfg Config) (*Pool, error) {
 	for size, n := range cfg.Target {
 		if !size.Valid() || n < 0 {
 			return nil, fmt.Errorf("pool: target %d for size %q", n, size)
+		}
+	}
+	for size, n := range cfg.BrowserTarget {
+		if !size.Valid() || n < 0 {
+			return nil, fmt.Errorf("pool: browser target %d for size %q", n, size)
+		}
+		if n > 0 && !launch.CanBrowse(cfg.Starter) {
+			return nil, fmt.Errorf("pool: a browser target (%s=%d) needs a Starter that can start sandboxes with a browser", size, n)
 		}
 	}
 	if cfg.MaxIdle <= 0 {
@@ -136,8 +159,8 @@ func New(cfg Config) (*Pool, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{cfg: cfg, log: log, runs: map[string]*claim{}, inflight: map[fleet.SandboxSize]int{},
-		pending: map[fleet.SandboxSize]bool{}, sizeMu: map[fleet.SandboxSize]*sync.Mutex{}, mine: map[string]bool{}}
+	p := &Pool{cfg: cfg, log: log, runs: map[string]*claim{}, inflight: map[launch.Kind]int{},
+		pending: map[launch.Kind]bool{}, kindMu: map[launch.Kind]*sync.Mutex{}, mine: map[string]bool{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.bg, p.cancel = context.WithCancel(context.Background())
 	return p, nil
@@ -149,52 +172,94 @@ func (p *Pool) Stats() Stats {
 		Discarded: int(p.discarded.Load())}
 }
 
-func sizeOf(spec launch.Spec) fleet.SandboxSize {
-	if spec.Size == "" {
-		return fleet.DefaultSandboxSize
+// Browser says the Pool can give sandboxes with a browser: its Starter
+// can.
+func (p *Pool) Browser() bool { return launch.CanBrowse(p.cfg.Starter) }
+
+// kindOf is the kind of sandbox spec asks for, its size defaulted.
+func kindOf(spec launch.Spec) launch.Kind {
+	k := launch.KindOf(spec)
+	if k.Size == "" {
+		k.Size = fleet.DefaultSandboxSize
 	}
-	return spec.Size
+	return k
+}
+
+// kinds are every kind of sandbox, plain ones first.
+func kinds() []launch.Kind {
+	var out []launch.Kind
+	for _, browser := range []bool{false, true} {
+		for _, size := range fleet.SandboxSizes() {
+			out = append(out, launch.Kind{Size: size, Browser: browser})
+		}
+	}
+	return out
+}
+
+// browserSuffix ends the store's size of a sandbox with a browser.
+const browserSuffix = "+browser"
+
+// key is the store's size for the records of kind k: the size alone for
+// a plain sandbox, so that records of before browsers stay readable.
+func key(k launch.Kind) string {
+	if k.Browser {
+		return string(k.Size) + browserSuffix
+	}
+	return string(k.Size)
 }
 
 func warmOf(ps store.PoolSandbox) launch.Warm {
-	return launch.Warm{ID: ps.ID, Size: fleet.SandboxSize(ps.Size), URL: ps.URL, Nonce: ps.Nonce, Started: ps.Started}
+	size, browser := strings.CutSuffix(ps.Size, browserSuffix)
+	return launch.Warm{ID: ps.ID, Size: fleet.SandboxSize(size), Browser: browser, URL: ps.URL, Nonce: ps.Nonce, Started: ps.Started}
 }
 
 func recordOf(w launch.Warm) store.PoolSandbox {
-	return store.PoolSandbox{ID: w.ID, Size: string(w.Size), URL: w.URL, Nonce: w.Nonce, Started: w.Started}
+	return store.PoolSandbox{ID: w.ID, Size: key(w.Kind()), URL: w.URL, Nonce: w.Nonce, Started: w.Started}
+}
+
+func (p *Pool) target(k launch.Kind) int {
+	if k.Browser {
+		return p.cfg.BrowserTarget[k.Size]
+	}
+	return p.cfg.Target[k.Size]
 }
 
 // Acquire returns the run's sandbox. A run that has one (claimed by this
 // Pool, or recorded as claimed by it from another invocation) gets it
-// back. Otherwise it claims the oldest idle sandbox of the spec's size;
+// back. Otherwise it claims the oldest idle sandbox of the spec's kind
+// (its size, with a browser when spec.Browser and without one otherwise);
 // one that does not answer is stopped, its record dropped, and the next
-// taken. With none idle it starts one cold (an error wraps launch.ErrStart).
-// Every Acquire that takes from the pool or misses it tops the size up in
-// the background.
+// taken. With none idle it starts one cold (an error wraps launch.ErrStart;
+// launch.ErrNoBrowser too when spec.Browser and the Starter has no
+// browser). Every Acquire that takes from the pool or misses it tops the
+// kind up in the background.
 func (p *Pool) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandbox, error) {
 	if spec.RunID == "" {
 		return nil, fmt.Errorf("%w: no run id", launch.ErrStart)
 	}
-	size := sizeOf(spec)
-	if !size.Valid() {
-		return nil, fmt.Errorf("%w: %q is not a sandbox size", launch.ErrStart, size)
+	kind := kindOf(spec)
+	if !kind.Size.Valid() {
+		return nil, fmt.Errorf("%w: %q is not a sandbox size", launch.ErrStart, kind.Size)
+	}
+	if kind.Browser && !p.Browser() {
+		return nil, fmt.Errorf("%w: run %s: %w", launch.ErrStart, spec.RunID, launch.ErrNoBrowser)
 	}
 	p.mu.Lock()
 	c, ok := p.runs[spec.RunID]
 	if !ok {
-		c = &claim{size: size}
+		c = &claim{kind: kind}
 		p.runs[spec.RunID] = c
 	}
-	p.inflight[size]++
+	p.inflight[kind]++
 	p.mu.Unlock()
-	defer p.done(size)
+	defer p.done(kind)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sb != nil {
 		return c.sb, nil
 	}
-	w, sb, err := p.acquire(ctx, spec.RunID, size)
+	w, sb, err := p.acquire(ctx, spec.RunID, kind)
 	if err != nil {
 		p.mu.Lock()
 		if p.runs[spec.RunID] == c {
@@ -203,22 +268,22 @@ func (p *Pool) Acquire(ctx context.Context, spec launch.Spec) (*launch.Sandbox, 
 		p.mu.Unlock()
 		return nil, fmt.Errorf("acquire sandbox for run %s: %w", spec.RunID, err)
 	}
-	c.size, c.warm, c.sb = size, w, sb
+	c.kind, c.warm, c.sb = kind, w, sb
 	return sb, nil
 }
 
-// done ends an Acquire of size: background top-ups wait for none to be in
+// done ends an Acquire of kind: background top-ups wait for none to be in
 // flight, so that runs get the start capacity first.
-func (p *Pool) done(size fleet.SandboxSize) {
+func (p *Pool) done(kind launch.Kind) {
 	p.mu.Lock()
-	p.inflight[size]--
+	p.inflight[kind]--
 	p.mu.Unlock()
 	p.cond.Broadcast()
 }
 
-func (p *Pool) acquire(ctx context.Context, runID string, size fleet.SandboxSize) (launch.Warm, *launch.Sandbox, error) {
+func (p *Pool) acquire(ctx context.Context, runID string, kind launch.Kind) (launch.Warm, *launch.Sandbox, error) {
 	// Another invocation for this run may have claimed one.
-	if ps, ok, err := p.cfg.Records.ClaimedSandbox(ctx, string(size), runID); err != nil {
+	if ps, ok, err := p.cfg.Records.ClaimedSandbox(ctx, key(kind), runID); err != nil {
 		return launch.Warm{}, nil, err
 	} else if ok {
 		w := warmOf(ps)
@@ -232,7 +297,7 @@ func (p *Pool) acquire(ctx context.Context, runID string, size fleet.SandboxSize
 		p.discard(ctx, w, runID)
 	}
 	for {
-		ps, ok, err := p.cfg.Records.ClaimIdleSandbox(ctx, string(size), runID)
+		ps, ok, err := p.cfg.Records.ClaimIdleSandbox(ctx, key(kind), runID)
 		if err != nil {
 			return launch.Warm{}, nil, err
 		}
@@ -248,11 +313,11 @@ func (p *Pool) acquire(ctx context.Context, runID string, size fleet.SandboxSize
 			continue
 		}
 		p.claimed.Add(1)
-		p.topUpLater(size)
+		p.topUpLater(kind)
 		return w, sb, nil
 	}
-	p.topUpLater(size)
-	w, err := p.startOne(ctx, size)
+	p.topUpLater(kind)
+	w, err := p.startOne(ctx, kind)
 	if err != nil {
 		return launch.Warm{}, nil, wrapStart(err)
 	}
@@ -279,7 +344,7 @@ func wrapStart(err error) error {
 // discard stops a sandbox claimed by runID and drops its record.
 func (p *Pool) discard(ctx context.Context, w launch.Warm, runID string) {
 	p.stop(w)
-	if _, err := p.cfg.Records.DropClaimedSandbox(ctx, string(w.Size), w.ID, runID); err != nil {
+	if _, err := p.cfg.Records.DropClaimedSandbox(ctx, key(w.Kind()), w.ID, runID); err != nil {
 		p.log.Warn("drop sandbox record", "sandbox", w.ID, "err", err)
 	}
 }
@@ -307,7 +372,7 @@ func (p *Pool) stopCtx(ctx context.Context, w launch.Warm) error {
 
 // Release stops the run's sandbox and drops its record; a claimed sandbox
 // never goes back to the pool. A run this Pool did not serve is looked up
-// in the records (every size), so a re-invoked runner can release it too.
+// in the records (every kind), so a re-invoked runner can release it too.
 // Releasing a run without a sandbox is not an error.
 func (p *Pool) Release(ctx context.Context, runID string) error {
 	p.mu.Lock()
@@ -323,8 +388,8 @@ func (p *Pool) Release(ctx context.Context, runID string) error {
 		}
 	}
 	var errs []error
-	for _, size := range fleet.SandboxSizes() {
-		ps, found, err := p.cfg.Records.ClaimedSandbox(ctx, string(size), runID)
+	for _, k := range kinds() {
+		ps, found, err := p.cfg.Records.ClaimedSandbox(ctx, key(k), runID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -343,62 +408,75 @@ func (p *Pool) release(ctx context.Context, w launch.Warm, runID string) error {
 	if err := p.stopCtx(ctx, w); err != nil {
 		return fmt.Errorf("release sandbox %s of run %s: %w", w.ID, runID, err)
 	}
-	if _, err := p.cfg.Records.DropClaimedSandbox(ctx, string(w.Size), w.ID, runID); err != nil {
+	if _, err := p.cfg.Records.DropClaimedSandbox(ctx, key(w.Kind()), w.ID, runID); err != nil {
 		return fmt.Errorf("release sandbox %s of run %s: %w", w.ID, runID, err)
 	}
 	return nil
 }
 
-// topUpLater tops size up in the background, once no Acquire of the size
+// topUpLater tops kind up in the background, once no Acquire of the kind
 // is in flight. Calls while one is waiting add nothing.
-func (p *Pool) topUpLater(size fleet.SandboxSize) {
-	if p.cfg.Target[size] == 0 {
+func (p *Pool) topUpLater(kind launch.Kind) {
+	if p.target(kind) == 0 {
 		return
 	}
 	p.mu.Lock()
-	if p.pending[size] || p.bg.Err() != nil {
+	if p.pending[kind] || p.bg.Err() != nil {
 		p.mu.Unlock()
 		return
 	}
-	p.pending[size] = true
+	p.pending[kind] = true
 	p.wg.Add(1)
 	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
 		p.mu.Lock()
-		for p.inflight[size] > 0 && p.bg.Err() == nil {
+		for p.inflight[kind] > 0 && p.bg.Err() == nil {
 			p.cond.Wait()
 		}
-		p.pending[size] = false
+		p.pending[kind] = false
 		p.mu.Unlock()
-		if _, err := p.TopUp(p.bg, size); err != nil && p.bg.Err() == nil {
-			p.log.Warn("top up the pool", "size", size, "err", err)
+		if _, err := p.topUp(p.bg, kind); err != nil && p.bg.Err() == nil {
+			p.log.Warn("top up the pool", "kind", kind.String(), "err", err)
 		}
 	}()
 }
 
-// TopUp starts idle sandboxes of size until the records count the target,
-// at most MaxStarts at a time, and returns how many it started. Top-ups of
-// one size do not overlap within a Pool; Pools in other processes may
-// overshoot the target a little, which the next sweep's ages even out.
+// TopUp starts idle sandboxes of size, plain ones and ones with a browser,
+// until the records count each kind's target (Target, BrowserTarget), at
+// most MaxStarts at a time for each, and returns how many it started.
+// Top-ups of one kind do not overlap within a Pool; Pools in other
+// processes may overshoot the target a little, which the next sweep's ages
+// even out.
 func (p *Pool) TopUp(ctx context.Context, size fleet.SandboxSize) (int, error) {
-	target := p.cfg.Target[size]
+	var started int
+	var errs []error
+	for _, browser := range []bool{false, true} {
+		n, err := p.topUp(ctx, launch.Kind{Size: size, Browser: browser})
+		started += n
+		errs = append(errs, err)
+	}
+	return started, errors.Join(errs...)
+}
+
+func (p *Pool) topUp(ctx context.Context, kind launch.Kind) (int, error) {
+	target := p.target(kind)
 	if target == 0 {
 		return 0, nil
 	}
 	p.mu.Lock()
-	m, ok := p.sizeMu[size]
+	m, ok := p.kindMu[kind]
 	if !ok {
 		m = &sync.Mutex{}
-		p.sizeMu[size] = m
+		p.kindMu[kind] = m
 	}
 	p.mu.Unlock()
 	m.Lock()
 	defer m.Unlock()
 
-	n, err := p.cfg.Records.CountIdle(ctx, string(size))
+	n, err := p.cfg.Records.CountIdle(ctx, key(kind))
 	if err != nil {
-		return 0, fmt.Errorf("top up size %s: %w", size, err)
+		return 0, fmt.Errorf("top up %s: %w", kind, err)
 	}
 	need := target - n
 	if need <= 0 {
@@ -415,7 +493,7 @@ func (p *Pool) TopUp(ctx context.Context, size fleet.SandboxSize) (int, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := p.startIdle(ctx, size)
+			err := p.startIdle(ctx, kind)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -427,25 +505,27 @@ func (p *Pool) TopUp(ctx context.Context, size fleet.SandboxSize) (int, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return started, fmt.Errorf("top up size %s: %w", size, err)
+		return started, fmt.Errorf("top up %s: %w", kind, err)
 	}
 	return started, nil
 }
 
 // startOne starts a sandbox and notes it as this Pool's, for Drain.
-func (p *Pool) startOne(ctx context.Context, size fleet.SandboxSize) (launch.Warm, error) {
-	w, err := p.cfg.Starter.Start(ctx, size)
+func (p *Pool) startOne(ctx context.Context, kind launch.Kind) (launch.Warm, error) {
+	w, err := p.cfg.Starter.Start(ctx, kind)
 	if err != nil {
 		return launch.Warm{}, err
 	}
+	// The record's kind is the one asked for, whatever the Starter says.
+	w.Size, w.Browser = kind.Size, kind.Browser
 	p.mu.Lock()
 	p.mine[w.ID] = true
 	p.mu.Unlock()
 	return w, nil
 }
 
-func (p *Pool) startIdle(ctx context.Context, size fleet.SandboxSize) error {
-	w, err := p.startOne(ctx, size)
+func (p *Pool) startIdle(ctx context.Context, kind launch.Kind) error {
+	w, err := p.startOne(ctx, kind)
 	if err != nil {
 		return err
 	}
@@ -458,15 +538,15 @@ func (p *Pool) startIdle(ctx context.Context, size fleet.SandboxSize) error {
 	return nil
 }
 
-// Sweep goes through the records of every size: it stops idle sandboxes
+// Sweep goes through the records of every kind: it stops idle sandboxes
 // older than MaxIdle and those that do not answer, drops the records of
 // claimed sandboxes that do not answer (a runner that crashed, a task that
-// died), and then tops every size up to its target. An idle sandbox a run
+// died), and then tops every kind up to its target. An idle sandbox a run
 // claims while Sweep looks at it is left to the run.
 func (p *Pool) Sweep(ctx context.Context) error {
 	var errs []error
-	for _, size := range fleet.SandboxSizes() {
-		recs, err := p.cfg.Records.ListPool(ctx, string(size))
+	for _, k := range kinds() {
+		recs, err := p.cfg.Records.ListPool(ctx, key(k))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -476,7 +556,7 @@ func (p *Pool) Sweep(ctx context.Context) error {
 				errs = append(errs, err)
 			}
 		}
-		if _, err := p.TopUp(ctx, size); err != nil {
+		if _, err := p.topUp(ctx, k); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -533,8 +613,8 @@ func (p *Pool) Wait() { p.wg.Wait() }
 func (p *Pool) Drain(ctx context.Context) error {
 	p.Close()
 	var errs []error
-	for _, size := range fleet.SandboxSizes() {
-		recs, err := p.cfg.Records.ListPool(ctx, string(size))
+	for _, k := range kinds() {
+		recs, err := p.cfg.Records.ListPool(ctx, key(k))
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -300,7 +300,7 @@ func TestColdStartFailure(t *testing.T) {
 
 type failing struct{}
 
-func (failing) Start(context.Context, fleet.SandboxSize) (launch.Warm, error) {
+func (failing) Start(context.Context, launch.Kind) (launch.Warm, error) {
 	return launch.Warm{}, errors.New("no capacity")
 }
 func (failing) Connect(context.Context, launch.Warm) (*launch.Sandbox, error) {
@@ -408,4 +408,107 @@ func TestDrain(t *testing.T) {
 	if got, want := s.Stopped(), s.Started()-1; got != want {
 		t.Errorf("stopped %d of %d started, want all but the other Pool's one", got, s.Started())
 	}
+}
+
+// TestBrowserSandboxesKeptApart: a run that needs a browser never claims a
+// plain idle sandbox, nor the reverse; each kind has its own target and
+// records (plain ones under the size alone, as before browsers came), and
+// a run's browser sandbox is found again, and released, from another Pool.
+func TestBrowserSandboxesKeptApart(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name          string
+		plain, browse int // the targets of small
+		run           launch.Spec
+		wantBrowser   bool
+	}{
+		{"a browser run beside a plain idle one", 1, 0, launch.Spec{RunID: "b", Fleet: "f", Size: small, Browser: true}, true},
+		{"a plain run beside a browser idle one", 0, 1, launch.Spec{RunID: "p", Fleet: "f", Size: small}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st := newStore(t)
+			s := launchtest.NewStarter(t)
+			s.Browsers = true
+			p := newPool(t, st, s, tt.plain, func(c *pool.Config) { c.BrowserTarget = map[fleet.SandboxSize]int{small: tt.browse} })
+			if n, err := p.TopUp(ctx, small); n != 1 || err != nil {
+				t.Fatalf("TopUp = %d, %v; want 1 sandbox started", n, err)
+			}
+			plainKey, browserKey := string(small), string(small)+"+browser"
+			idleBefore := map[string]int{plainKey: countIdleOf(t, st, plainKey), browserKey: countIdleOf(t, st, browserKey)}
+			if idleBefore[plainKey] != tt.plain || idleBefore[browserKey] != tt.browse {
+				t.Fatalf("idle records %v; want %s=%d and %s=%d", idleBefore, plainKey, tt.plain, browserKey, tt.browse)
+			}
+
+			sb, err := p.Acquire(ctx, tt.run)
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			p.Wait()
+			if kind, ok := s.Kind(sb.ID); !ok || kind.Browser != tt.wantBrowser {
+				t.Errorf("the run got sandbox %s of kind %v (running %v), want browser %v", sb.ID, kind, ok, tt.wantBrowser)
+			}
+			if got := p.Stats(); got.Claimed != 0 || got.Cold != 1 {
+				t.Errorf("Stats = %+v; want the run started cold, no idle sandbox of the other kind claimed", got)
+			}
+			for k, n := range idleBefore {
+				if got := countIdleOf(t, st, k); got != n {
+					t.Errorf("idle records of %s = %d after the run, want %d still", k, got, n)
+				}
+			}
+			runKey := plainKey
+			if tt.wantBrowser {
+				runKey = browserKey
+			}
+			if _, ok, err := st.ClaimedSandbox(ctx, runKey, tt.run.RunID); !ok || err != nil {
+				t.Errorf("ClaimedSandbox(%s, %s) = %v, %v; want the run's record there", runKey, tt.run.RunID, ok, err)
+			}
+
+			other := newPool(t, st, s, 0)
+			if again, err := other.Acquire(ctx, tt.run); err != nil || again.ID != sb.ID {
+				t.Errorf("another Pool's Acquire = %v, %v; want sandbox %s back", again, err, sb.ID)
+			}
+			if err := newPool(t, st, s, 0).Release(ctx, tt.run.RunID); err != nil {
+				t.Fatalf("Release from a third Pool: %v", err)
+			}
+			if s.Running(sb.ID) {
+				t.Errorf("sandbox %s still runs after Release", sb.ID)
+			}
+		})
+	}
+}
+
+// TestBrowserNeedsABrowserStarter: without a Starter that can start
+// sandboxes with a browser, a browser target is refused at New and a run
+// that needs a browser at Acquire, wrapping ErrNoBrowser, starting nothing.
+func TestBrowserNeedsABrowserStarter(t *testing.T) {
+	t.Parallel()
+	st, s := newStore(t), launchtest.NewStarter(t)
+	if _, err := pool.New(pool.Config{Starter: s, Records: st, BrowserTarget: map[fleet.SandboxSize]int{small: 1}}); err == nil {
+		t.Error("pool.New with a browser target over a Starter without browsers succeeded")
+	}
+	p := newPool(t, st, s, 1)
+	if p.Browser() {
+		t.Error("Browser() = true over a Starter without browsers")
+	}
+	_, err := p.Acquire(ctx, launch.Spec{RunID: "b", Fleet: "f", Size: small, Browser: true})
+	if !errors.Is(err, launch.ErrStart) || !errors.Is(err, launch.ErrNoBrowser) {
+		t.Errorf("Acquire of a browser sandbox = %v, want ErrStart and ErrNoBrowser", err)
+	}
+	if s.Started() != 0 {
+		t.Errorf("%d sandboxes started, want none", s.Started())
+	}
+	s.Browsers = true
+	if !p.Browser() {
+		t.Error("Browser() = false over a Starter with browsers")
+	}
+}
+
+func countIdleOf(t testing.TB, st *store.Store, key string) int {
+	t.Helper()
+	n, err := st.CountIdle(ctx, key)
+	if err != nil {
+		t.Fatalf("CountIdle(%s): %v", key, err)
+	}
+	return n
 }
