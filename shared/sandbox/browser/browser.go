@@ -117,7 +117,7 @@ func (b *Browser) turn(ctx context.Context, name string) (_ context.Context, tim
 	select {
 	case <-b.token:
 	case <-ctx.Done():
-		res := stopped(name, "while another browser call held the browser", ctx, timeout)
+		res := stopped(ctx, name, "while another browser call held the browser", timeout)
 		cancel()
 		return ctx, timeout, nil, res, false
 	}
@@ -264,17 +264,13 @@ func (i *instance) close() {
 }
 
 // callContext is the context of one call on the page: the page's chromedp
-// context, ended by the call's timeout or when ctx ends. stop releases it.
-func callContext(ctx context.Context, tab context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// context (the one chromedp's actions need), ended when ctx, the call's,
+// ends, with its cause. stop releases it.
+func callContext(ctx context.Context, tab context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancelCause(tab)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	var tc context.CancelFunc = func() {}
-	if timeout > 0 {
-		c, tc = context.WithTimeoutCause(c, timeout, errTimeout)
-	}
 	return c, func() {
 		stop()
-		tc()
 		cancel(nil)
 	}
 }

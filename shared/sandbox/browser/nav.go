@@ -127,7 +127,7 @@ func (n *navigation) state() (reached bool, failed string) {
 // and the navigation holds what is known), or a broken browser.
 func (b *Browser) navigate(ctx context.Context, inst *instance, target string, w wait) (*navigation, error) {
 	n := &navigation{wait: w, reached: map[string]bool{}, changed: make(chan struct{}, 1)}
-	cctx, release := callContext(ctx, inst.proc.tab, 0)
+	cctx, release := callContext(ctx, inst.proc.tab)
 	defer release()
 	tree, err := chromedp.Run(cctx, func(ctx context.Context, t *chromedp.Target) (page.GetFrameTreeResult, error) {
 		return cdp.Call(ctx, t, page.GetFrameTree, cdp.Empty{})
