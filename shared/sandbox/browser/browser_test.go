@@ -416,3 +416,26 @@ func TestOpenUnreachable(t *testing.T) {
 	b2 := newBrowser(t, fake.addr(), 30*time.Second)
 	wantError(t, open(t, b2, fake.URL+"/"), "HTTP 502 Bad Gateway", "<web_content")
 }
+
+// A page of noise does not compress: its PNG is scaled down until it fits
+// in MaxPNGBytes.
+func TestScreenshotFitsItsBytes(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/noise", html(`<title>Noise</title><style>body { margin: 0 }</style><body><canvas id="c" width="1280" height="2400"></canvas><script>
+const c = document.getElementById("c").getContext("2d"), img = c.createImageData(1280, 2400);
+for (let i = 0; i < img.data.length; i++) img.data[i] = (i % 4 === 3) ? 255 : Math.random() * 256;
+c.putImageData(img, 0, 0);
+</script></body>`))
+	s := newSite(t, mux)
+	b := newBrowser(t, s.addr(), 60*time.Second)
+	wantOK(t, open(t, b, s.URL+"/noise"))
+	res := call(t, context.Background(), b, "screenshot", sandbox.ScreenshotArgs{FullPage: true})
+	wantOK(t, res, "scaled down from 1280×2400")
+	t.Log(res.Output, len(res.Image.Data))
+	if n := len(res.Image.Data); n > MaxPNGBytes {
+		t.Fatalf("the PNG is %d bytes, past %d", n, MaxPNGBytes)
+	}
+	if w, h := res.Image.Width, res.Image.Height; w*h > MaxPixels || max(w, h) > MaxSide {
+		t.Fatalf("the PNG is %d×%d, past the limits", w, h)
+	}
+}
