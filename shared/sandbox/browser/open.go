@@ -167,8 +167,15 @@ func (n *navigation) answer(u *url.URL, refusals []refusal, timeout time.Duratio
 		return tool.Errorf("browser_open: %s is not reachable from the sandbox's browser: %s", fence.URL(u), r)
 	}
 	final := n.finalURL(u)
-	if n.failed != "" && !n.committed && !timedOut {
-		return tool.Errorf("browser_open: %s could not be opened: %s", fence.URL(u), n.failed)
+	if n.failed != "" && !timedOut {
+		switch {
+		case !n.committed:
+			return tool.Errorf("browser_open: %s could not be opened: %s", fence.URL(u), n.failed)
+		case n.status >= 200 && n.status <= 299:
+			// The document came, then the load broke off (a crash).
+			return tool.Errorf("browser_open: %s stopped loading: %s", final, n.failed)
+		}
+		// A status Chromium shows its own error page for: said below.
 	}
 	if timedOut {
 		var b strings.Builder
