@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chromedp/cdproto/inspector"
-
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser/proxy"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
@@ -49,13 +47,12 @@ type Browser struct {
 	log    *slog.Logger
 	token  chan struct{} // holds one token: whose call drives the browser
 
-	mu      sync.Mutex // guards what follows
-	cur     *instance
-	closed  bool
-	starts  int    // Chromium processes started, for tests and the log
-	lost    string // why the last browser went without Close, for the next call to say
-	opened  bool   // browser_open opened a page on cur
-	crashed bool   // cur's page crashed
+	mu     sync.Mutex // guards what follows
+	cur    *instance
+	closed bool
+	starts int    // Chromium processes started, for tests and the log
+	lost   string // why the last browser went without Close, for the next call to say
+	opened bool   // browser_open opened a page on cur
 }
 
 // instance is a running browser: Chromium, its proxy, and who started it.
@@ -117,7 +114,7 @@ func (b *Browser) turn(ctx context.Context, name string) (_ context.Context, tim
 	select {
 	case <-b.token:
 	case <-ctx.Done():
-		res := stopped(name, "while another browser call held the browser", ctx, timeout)
+		res := stopped(ctx, name, "while another browser call held the browser", timeout)
 		cancel()
 		return ctx, timeout, nil, res, false
 	}
@@ -136,7 +133,7 @@ func (b *Browser) running(ctx context.Context) (inst *instance, note string, err
 		b.mu.Unlock()
 		return nil, "", errClosed
 	}
-	if b.cur != nil && b.cur.proc.alive() && !b.crashed {
+	if b.cur != nil && b.cur.proc.usable() {
 		inst = b.cur
 		b.mu.Unlock()
 		return inst, "", nil
@@ -144,13 +141,13 @@ func (b *Browser) running(ctx context.Context) (inst *instance, note string, err
 	old := b.cur
 	if old != nil {
 		note = "[the previous browser had crashed; a new one was started, and the pages it had open are gone]"
-		if !b.crashed {
+		if !old.proc.hasCrashed() {
 			note = "[the previous browser had exited; a new one was started, and the pages it had open are gone]"
 		}
 	} else if b.lost != "" {
 		note = "[" + b.lost + "; a new one was started]"
 	}
-	b.cur, b.lost, b.opened, b.crashed = nil, "", false, false
+	b.cur, b.lost, b.opened = nil, "", false
 	b.mu.Unlock()
 	if old != nil {
 		b.log.Warn("browser: restarting a browser that died", "pid", old.proc.pid, "output", old.proc.output.String())
@@ -163,7 +160,7 @@ func (b *Browser) running(ctx context.Context) (inst *instance, note string, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	proc, err := launch(sctx, b.cfg.Chromium, b.policy, proxy.ChromiumFlags(px.Addr()), b.onEvent)
+	proc, err := launch(sctx, b.cfg.Chromium, b.policy, proxy.ChromiumFlags(px.Addr()))
 	if err != nil {
 		_ = px.Close()
 		return nil, "", err
@@ -181,16 +178,6 @@ func (b *Browser) running(ctx context.Context) (inst *instance, note string, err
 	return inst, note, nil
 }
 
-// onEvent notes a crash of the page's renderer: the next call starts a
-// new browser.
-func (b *Browser) onEvent(ev any) {
-	if _, ok := ev.(*inspector.EventTargetCrashed); ok {
-		b.mu.Lock()
-		b.crashed = true
-		b.mu.Unlock()
-	}
-}
-
 // current is the browser and whether browser_open opened a page on it,
 // for screenshot; nil when none runs.
 func (b *Browser) current() (*instance, bool) {
@@ -199,7 +186,7 @@ func (b *Browser) current() (*instance, bool) {
 	if b.closed {
 		return nil, false
 	}
-	if b.cur == nil || !b.cur.proc.alive() || b.crashed {
+	if b.cur == nil || !b.cur.proc.usable() {
 		return nil, false
 	}
 	return b.cur, b.opened
@@ -236,7 +223,7 @@ func (b *Browser) CloseAgent(agent string) int {
 		b.mu.Unlock()
 		return 0
 	}
-	b.cur, b.opened, b.crashed = nil, false, false
+	b.cur, b.opened = nil, false
 	b.lost = fmt.Sprintf("the browser was closed when agent %s, which had started it, was stopped", agent)
 	b.mu.Unlock()
 	inst.close()
@@ -264,17 +251,13 @@ func (i *instance) close() {
 }
 
 // callContext is the context of one call on the page: the page's chromedp
-// context, ended by the call's timeout or when ctx ends. stop releases it.
-func callContext(ctx context.Context, tab context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+// context (the one chromedp's actions need), ended when ctx, the call's,
+// ends, with its cause. stop releases it.
+func callContext(ctx context.Context, tab context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancelCause(tab)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	var tc context.CancelFunc = func() {}
-	if timeout > 0 {
-		c, tc = context.WithTimeoutCause(c, timeout, errTimeout)
-	}
 	return c, func() {
 		stop()
-		tc()
 		cancel(nil)
 	}
 }

@@ -356,17 +356,7 @@ func TestPolicyForKeepsTheConfinement(t *testing.T) {
 func TestCrashedPageRestarts(t *testing.T) {
 	b, s := simple(t)
 	wantOK(t, open(t, b, s.URL+"/"))
-	b.mu.Lock()
-	tab := b.cur.proc.tab
-	b.mu.Unlock()
-	// Page.crash crashes the renderer, as a renderer bug would; the
-	// answer never comes.
-	ctx, cancel := context.WithTimeout(tab, 2*time.Second)
-	defer cancel()
-	_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, page.Crash, cdp.Empty{})
-		return err
-	}))
+	crashPage(b)
 	wantOK(t, open(t, b, s.URL+"/"), "the previous browser had crashed; a new one was started")
 	if b.Starts() != 2 {
 		t.Fatalf("want a second start, got %d", b.Starts())
@@ -415,4 +405,70 @@ func TestOpenUnreachable(t *testing.T) {
 	fake := newSite(t, mux)
 	b2 := newBrowser(t, fake.addr(), 30*time.Second)
 	wantError(t, open(t, b2, fake.URL+"/"), "HTTP 502 Bad Gateway", "<web_content")
+}
+
+// A page of noise does not compress: its PNG is scaled down until it fits
+// in MaxPNGBytes.
+func TestScreenshotFitsItsBytes(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/noise", html(`<title>Noise</title><style>body { margin: 0 }</style><body><canvas id="c" width="1280" height="2400"></canvas><script>
+const c = document.getElementById("c").getContext("2d"), img = c.createImageData(1280, 2400);
+for (let i = 0; i < img.data.length; i++) img.data[i] = (i % 4 === 3) ? 255 : Math.random() * 256;
+c.putImageData(img, 0, 0);
+</script></body>`))
+	s := newSite(t, mux)
+	b := newBrowser(t, s.addr(), 60*time.Second)
+	wantOK(t, open(t, b, s.URL+"/noise"))
+	res := call(t, context.Background(), b, "screenshot", sandbox.ScreenshotArgs{FullPage: true})
+	wantOK(t, res, "scaled down from 1280×2400")
+	t.Log(res.Output, len(res.Image.Data))
+	if n := len(res.Image.Data); n > MaxPNGBytes {
+		t.Fatalf("the PNG is %d bytes, past %d", n, MaxPNGBytes)
+	}
+	if w, h := res.Image.Width, res.Image.Height; w*h > MaxPixels || max(w, h) > MaxSide {
+		t.Fatalf("the PNG is %d×%d, past the limits", w, h)
+	}
+}
+
+// A page whose renderer crashes while it loads fails the call at once, not
+// at the timeout, and the next call starts a new browser.
+func TestPageCrashingWhileLoading(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/never", html(`<title>Never</title><body><img src="/hang"></body>`))
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	mux.Handle("/", html(`<title>T</title>ok`))
+	s := newSite(t, mux)
+	b := newBrowser(t, s.addr(), 5*time.Minute)
+	wantOK(t, open(t, b, s.URL+"/"))
+	go func() {
+		time.Sleep(time.Second)
+		crashPage(b)
+	}()
+	wantError(t, open(t, b, s.URL+"/never"), "crashed the browser's renderer")
+	wantOK(t, open(t, b, s.URL+"/"), "the previous browser had crashed")
+}
+
+// A page that moves on by itself while it loads (a script's redirect) is
+// followed to where it went.
+func TestOpenFollowsScriptRedirect(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/hop", html(`<title>Hop</title><script>location.replace("/landed")</script><body>hop</body>`))
+	mux.Handle("/landed", html(`<title>Landed</title><body>here at last</body>`))
+	s := newSite(t, mux)
+	b := newBrowser(t, s.addr(), 30*time.Second)
+	wantOK(t, open(t, b, s.URL+"/hop"), "URL: "+s.URL+"/landed", "title: Landed", "here at last")
+}
+
+// crashPage crashes the renderer of b's page (Page.crash), as a renderer
+// bug would; the answer never comes.
+func crashPage(b *Browser) {
+	b.mu.Lock()
+	tab := b.cur.proc.tab
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(tab, 2*time.Second)
+	defer cancel()
+	_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.Crash, cdp.Empty{})
+		return err
+	}))
 }

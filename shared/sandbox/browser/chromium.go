@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/sys/unix"
 
@@ -127,7 +128,8 @@ type process struct {
 
 	mu       sync.Mutex // guards watchers
 	watchers map[*watcher]struct{}
-	onEvent  func(ev any) // the Browser's, for every event
+	crashed  chan struct{} // closed when the page's renderer crashes (Inspector.targetCrashed)
+	crash    sync.Once
 }
 
 // watcher receives the page's events while a call waits on them.
@@ -149,8 +151,8 @@ func (p *process) watch(fn func(ev any)) (stop func()) {
 // event hands one of the page's events to the Browser and the watchers,
 // on chromedp's goroutine of the page, in the order they arrive.
 func (p *process) event(ev any) {
-	if p.onEvent != nil {
-		p.onEvent(ev)
+	if _, ok := ev.(*inspector.EventTargetCrashed); ok {
+		p.crash.Do(func() { close(p.crashed) })
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -161,8 +163,7 @@ func (p *process) event(ev any) {
 
 // launch starts Chromium at path confined under policy with the DevTools
 // pipe, and attaches chromedp to its first page within ctx.
-// onEvent is called with every event of the page.
-func launch(ctx context.Context, path string, policy *confine.Policy, proxyFlags []string, onEvent func(ev any)) (*process, error) {
+func launch(ctx context.Context, path string, policy *confine.Policy, proxyFlags []string) (*process, error) {
 	uid, gid := policy.Identity()
 	profile, err := os.MkdirTemp("", "agentsfleet-browser-")
 	if err != nil {
@@ -174,7 +175,7 @@ func launch(ctx context.Context, path string, policy *confine.Policy, proxyFlags
 			return nil, fmt.Errorf("browser: profile directory: %w", err)
 		}
 	}
-	p := &process{profile: profile, gone: make(chan struct{}), output: newTail(8 << 10), watchers: map[*watcher]struct{}{}, onEvent: onEvent}
+	p := &process{profile: profile, gone: make(chan struct{}), output: newTail(8 << 10), watchers: map[*watcher]struct{}{}, crashed: make(chan struct{})}
 	if err := p.start(path, policy, proxyFlags); err != nil {
 		os.RemoveAll(profile)
 		return nil, err
@@ -288,6 +289,19 @@ func (p *process) failed(err error) error {
 		return fmt.Errorf("browser: Chromium did not start: %w; it printed:\n%s", err, out)
 	}
 	return fmt.Errorf("browser: Chromium did not start: %w", err)
+}
+
+// usable reports whether the process runs and its page has not crashed.
+func (p *process) usable() bool { return p.alive() && !p.hasCrashed() }
+
+// hasCrashed reports whether the page's renderer crashed.
+func (p *process) hasCrashed() bool {
+	select {
+	case <-p.crashed:
+		return true
+	default:
+		return false
+	}
 }
 
 // alive reports whether the process still runs.

@@ -9,7 +9,7 @@
 // command or a page could drive it through), and every request through the
 // egress proxy (package proxy), which refuses loopback, this machine's own
 // addresses and link-local (metadata) destinations. Later calls navigate
-// the same page; a crashed browser is restarted by the next browser_open. It is closed, its process
-// group killed and its profile removed, when the server stops or when the
-// agent that started it is closed.
+// the same page; a crashed browser is restarted by the next browser_open.
+// It is closed, its process group killed and its profile removed, when the
+// server stops or when the agent that started it is closed.
 package browser

@@ -27,6 +27,10 @@ type refusal = proxy.Refusal
 // known.
 var errNavTimeout = errors.New("browser: the page did not finish loading in time")
 
+// crashedWhileLoading is why a navigation failed when the page's renderer
+// crashed under it (a page can crash it: memory, a renderer bug).
+const crashedWhileLoading = "the page crashed the browser's renderer while it loaded (the next browser_open starts a new browser)"
+
 // pollEvery is how often a wait for a selector looks at the page.
 const pollEvery = 100 * time.Millisecond
 
@@ -77,14 +81,14 @@ func (n *navigation) handle(ev any) {
 		if ev.Type != network.ResourceTypeDocument || ev.FrameID != n.frame {
 			return
 		}
-		if n.loader == "" {
+		if ev.LoaderID != n.loader {
 			// The first document request of the main frame since the
 			// call began is its navigation's (Page.navigate answers only
-			// once the document commits, after its redirects).
-			n.loader = ev.LoaderID
-		}
-		if ev.LoaderID != n.loader {
-			return
+			// once the document commits, after its redirects); a later
+			// one is the page moving on by itself (a script's or a meta
+			// refresh's redirect), which the call follows.
+			n.loader, n.reqID, n.respURL, n.status, n.committed, n.failed = ev.LoaderID, "", "", 0, false, ""
+			clear(n.reached)
 		}
 		n.reqID = ev.RequestID
 		n.reqURL = ev.Request.URL + ev.Request.URLFragment
@@ -127,7 +131,7 @@ func (n *navigation) state() (reached bool, failed string) {
 // and the navigation holds what is known), or a broken browser.
 func (b *Browser) navigate(ctx context.Context, inst *instance, target string, w wait) (*navigation, error) {
 	n := &navigation{wait: w, reached: map[string]bool{}, changed: make(chan struct{}, 1)}
-	cctx, release := callContext(ctx, inst.proc.tab, 0)
+	cctx, release := callContext(ctx, inst.proc.tab)
 	defer release()
 	tree, err := chromedp.Run(cctx, func(ctx context.Context, t *chromedp.Target) (page.GetFrameTreeResult, error) {
 		return cdp.Call(ctx, t, page.GetFrameTree, cdp.Empty{})
@@ -195,10 +199,17 @@ func (b *Browser) navigate(ctx context.Context, inst *instance, target string, w
 			case <-inst.proc.gone:
 				n.failed = "the browser exited while it loaded the page (the next browser_open starts a new one)"
 				return n, nil
+			case <-inst.proc.crashed:
+				n.failed = crashedWhileLoading
+				return n, nil
 			}
 		}
 	}
 	if n.missing != "" {
+		return n, nil
+	}
+	if inst.proc.hasCrashed() {
+		n.failed = crashedWhileLoading
 		return n, nil
 	}
 	r, err := chromedp.Run(cctx, chromedp.Evaluate[text](readJS))
@@ -258,6 +269,11 @@ func (n *navigation) waitSelector(ctx context.Context, inst *instance) error {
 		case <-inst.proc.gone:
 			n.mu.Lock()
 			n.failed = "the browser exited while it loaded the page (the next browser_open starts a new one)"
+			n.mu.Unlock()
+			return nil
+		case <-inst.proc.crashed:
+			n.mu.Lock()
+			n.failed = crashedWhileLoading
 			n.mu.Unlock()
 			return nil
 		}

@@ -63,7 +63,7 @@ func (t *Open) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	case errors.Is(err, errClosed):
 		return tool.Errorf("browser_open: %v", err), nil
 	case err != nil && ctx.Err() != nil:
-		return stopped("browser_open", "while the browser started", ctx, timeout), nil
+		return stopped(ctx, "browser_open", "while the browser started", timeout), nil
 	case err != nil:
 		return tool.Result{}, err
 	}
@@ -84,7 +84,7 @@ func (t *Open) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 
 // stopped is the error result of a call whose context ended before it got
 // to the page: its timeout, or its caller gone.
-func stopped(name, when string, ctx context.Context, timeout time.Duration) tool.Result {
+func stopped(ctx context.Context, name, when string, timeout time.Duration) tool.Result {
 	if errors.Is(context.Cause(ctx), errTimeout) {
 		return tool.Errorf("%s: the tool timeout (%s) passed %s", name, seconds(timeout), when)
 	}
@@ -167,8 +167,15 @@ func (n *navigation) answer(u *url.URL, refusals []refusal, timeout time.Duratio
 		return tool.Errorf("browser_open: %s is not reachable from the sandbox's browser: %s", fence.URL(u), r)
 	}
 	final := n.finalURL(u)
-	if n.failed != "" && !n.committed && !timedOut {
-		return tool.Errorf("browser_open: %s could not be opened: %s", fence.URL(u), n.failed)
+	if n.failed != "" && !timedOut {
+		switch {
+		case !n.committed:
+			return tool.Errorf("browser_open: %s could not be opened: %s", fence.URL(u), n.failed)
+		case n.status >= 200 && n.status <= 299:
+			// The document came, then the load broke off (a crash).
+			return tool.Errorf("browser_open: %s stopped loading: %s", final, n.failed)
+		}
+		// A status Chromium shows its own error page for: said below.
 	}
 	if timedOut {
 		var b strings.Builder

@@ -64,7 +64,7 @@ func (t *Shot) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	if inst == nil || !opened {
 		return tool.Errorf("screenshot: no page is open in the sandbox's browser: open one with browser_open first%s", t.b.lostNote()), nil
 	}
-	cctx, release := callContext(ctx, inst.proc.tab, 0)
+	cctx, release := callContext(ctx, inst.proc.tab)
 	defer release()
 
 	what, r, msg, err := subject(cctx, args)
@@ -108,7 +108,7 @@ func (t *Shot) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 // time ran out, or the browser broke.
 func (t *Shot) failed(ctx context.Context, inst *instance, timeout time.Duration, err error) (tool.Result, error) {
 	if ctx.Err() != nil {
-		return stopped("screenshot", "before the capture was done", ctx, timeout), nil
+		return stopped(ctx, "screenshot", "before the capture was done", timeout), nil
 	}
 	if !inst.proc.alive() {
 		return tool.Errorf("screenshot: the browser exited during the capture; open the page again with browser_open"), nil
@@ -130,13 +130,13 @@ func subject(ctx context.Context, args sandbox.ScreenshotArgs) (what string, r r
 	}
 	if args.FullPage {
 		if m.CSSContentSize == nil {
-			return "", r, "", errors.New("Chromium gave no content size")
+			return "", r, "", errors.New("the page's layout metrics have no content size")
 		}
 		return "the whole page", region{W: math.Ceil(m.CSSContentSize.Width), H: math.Ceil(m.CSSContentSize.Height)}, "", nil
 	}
 	v := m.CSSLayoutViewport
 	if v == nil {
-		return "", r, "", errors.New("Chromium gave no viewport")
+		return "", r, "", errors.New("the page's layout metrics have no viewport")
 	}
 	return "the viewport", region{X: float64(v.PageX), Y: float64(v.PageY), W: float64(v.ClientWidth), H: float64(v.ClientHeight)}, "", nil
 }

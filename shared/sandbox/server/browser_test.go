@@ -60,6 +60,7 @@ func TestBrowserThroughSandboxd(t *testing.T) {
 	var sandboxdURL string
 	mux := http.NewServeMux()
 	mux.Handle("/blue", page(`<title>Blue</title><style>html, body { margin: 0; background: #3366cc; }</style>blue page`))
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	mux.Handle("/to-forbidden", http.RedirectHandler(forbidden.URL+"/", http.StatusFound))
 	mux.Handle("/to-metadata", http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound))
 	mux.HandleFunc("/attack", func(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +135,14 @@ Promise.allSettled(`+string(js)+`.map(u => fetch(u, {mode: "no-cors"}))).then(rs
 	}
 	if r, g, b, _ := img.At(res.Image.Width/2, res.Image.Height/2).RGBA(); r>>8 != 0x33 || g>>8 != 0x66 || b>>8 != 0xcc {
 		t.Fatalf("the screenshot's middle is #%02x%02x%02x, want #3366cc", r>>8, g>>8, b>>8)
+	}
+
+	// The call's own tool timeout (wire.ToolTimeoutHeader) bounds a page
+	// that never loads.
+	raw, _ := json.Marshal(sandbox.BrowserOpenArgs{URL: site.URL + "/hang"})
+	res, err = c.Call(sandboxclient.WithToolTimeout(actx, 2*time.Second), "browser_open", raw, "")
+	if err != nil || !res.IsError || !strings.Contains(res.Output, "the page did not finish loading within 2 s") {
+		t.Fatalf("browser_open of a page that never loads = %+v, %v", res, err)
 	}
 
 	for _, u := range []string{forbidden.URL + "/", site.URL + "/to-forbidden", sd.URL + "/healthz", site.URL + "/to-metadata", "http://169.254.170.2/v2/credentials"} {
