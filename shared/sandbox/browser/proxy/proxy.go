@@ -127,7 +127,7 @@ func start(cfg Config, idle time.Duration) (*Proxy, error) {
 		ErrorLog:      quiet,
 	}
 	p.srv = &http.Server{
-		Handler:           p,
+		Handler:           http.HandlerFunc(p.serve),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       idle,
@@ -172,8 +172,8 @@ func (p *Proxy) Refusals() []Refusal {
 	return append([]Refusal(nil), p.refusals...)
 }
 
-// ServeHTTP serves one request from the browser.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve serves one request from the browser.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if !p.enter() {
 		http.Error(w, "agentsfleet browser proxy: closed", http.StatusServiceUnavailable)
 		return
@@ -254,6 +254,10 @@ func (p *Proxy) dial(ctx context.Context, address string) (conn net.Conn, at net
 // refuse answers a request the proxy will not carry, records it and logs
 // it.
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host string, at netip.AddrPort, reason string) {
+	const most = 300 // a host the browser names may be long; a refusal is kept short
+	if len(host) > most {
+		host = host[:most] + "…"
+	}
 	rf := Refusal{Host: host, Reason: reason}
 	if at.IsValid() {
 		rf.Addr = at.String()

@@ -439,6 +439,18 @@ func TestForwardWebSocketUpgrade(t *testing.T) {
 		}
 		c.Close()
 	}
+	// Close ends an upgraded request as it ends a tunnel.
+	res, _, c, br := ask(t, p.Addr(), "GET ws://"+up.String()+"/socket HTTP/1.1\r\nHost: "+up.String()+"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	defer c.Close()
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade = %d, want 101", res.StatusCode)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read from the upgraded request after Close = %d, %v; want EOF", n, err)
+	}
 	// ws:// to loopback is refused before any dial.
 	target := fmt.Sprintf("127.0.0.1:%d", up.Port()+0)
 	p2 := newProxy(t, Config{})
