@@ -112,7 +112,7 @@ func udpCounter(t *testing.T) (uint16, *atomic.Int64) {
 
 // attack is one way a page tries to reach a destination.
 type attack struct {
-	Kind string `json:"kind"` // iframe, redirect302, meta, location, fetch, xhr, ws, img, worker
+	Kind string `json:"kind"` // iframe, redirect302, meta, location, fetch, xhr, ws, img, worker, eventsource
 	URL  string `json:"url"`
 	Path string `json:"path"` // the path it asks for, so the control run can tell it arrived
 }
@@ -122,7 +122,7 @@ func attacks(bases map[string]string) []attack {
 	var out []attack
 	for _, name := range slices.Sorted(maps.Keys(bases)) {
 		base := bases[name]
-		for _, kind := range []string{"iframe", "redirect302", "meta", "location", "fetch", "xhr", "ws", "img", "worker"} {
+		for _, kind := range []string{"iframe", "redirect302", "meta", "location", "fetch", "xhr", "ws", "img", "worker", "eventsource"} {
 			path := "/" + kind + "-" + name
 			u := base + path
 			if kind == "ws" {
@@ -179,6 +179,11 @@ function run(a) {
     i.onload = () => resolve("loaded"); i.onerror = () => resolve("error");
     i.src = a.url;
   });
+  case "eventsource": return new Promise(resolve => {
+    const e = new EventSource(a.url);
+    e.onopen = () => { resolve("open"); e.close(); };
+    e.onerror = () => { resolve("error"); e.close(); };
+  });
   case "worker": return new Promise(resolve => {
     const w = new Worker(via("worker.js"));
     w.onmessage = (e) => resolve(e.data); w.onerror = () => resolve("error");
@@ -196,6 +201,14 @@ async function rtc() {
   await pc.setLocalDescription(await pc.createOffer());
   return done;
 }
+async function transport() {
+  if (!webrtc || typeof WebTransport === "undefined") return "no WebTransport";
+  try {
+    const wt = new WebTransport(webrtc.webtransport);
+    await wt.ready;
+    return "ready";
+  } catch (e) { return "error " + e; }
+}
 async function sw() {
   if (!navigator.serviceWorker) return "no service workers";
   try {
@@ -208,6 +221,7 @@ async function sw() {
   const own = await fetch("/ok.txt").then(r => r.text(), e => "error " + e);
   const results = await Promise.all(attacks.map(a => give(run(a)).then(r => [a.kind + " " + a.url, r])));
   results.push(["webrtc", await give(rtc())]);
+  results.push(["webtransport", await give(transport())]);
   results.push(["serviceworker", await give(sw())]);
   results.push(["own fetch", own]);
   results.push(["own img", document.getElementById("ok").complete && document.getElementById("ok").naturalWidth > 0 ? "loaded" : "not loaded"]);
@@ -328,9 +342,9 @@ func runChromium(t *testing.T, bin, url string, done chan [][2]string, flags ...
 // TestChromiumCannotReachLoopbackOrMetadata opens, in a real headless
 // Chromium started with ChromiumFlags, a page that tries every way a page
 // has to reach a loopback server (redirect, meta refresh, location, iframe,
-// fetch, XHR, WebSocket, img, worker, service worker, preconnect, WebRTC
-// over STUN and TURN) as 127.0.0.1, localhost and [::1], and the metadata
-// addresses. The loopback server must see no connection at all. The same
+// fetch, XHR, WebSocket, img, worker, EventSource, service worker,
+// preconnect, WebRTC over STUN and TURN, WebTransport over QUIC) as
+// 127.0.0.1, localhost and [::1], and the metadata addresses. The loopback server must see no connection at all. The same
 // page without the proxy reaches it by every one of those ways, which shows
 // that the page's attacks are real.
 func TestChromiumCannotReachLoopbackOrMetadata(t *testing.T) {
@@ -339,6 +353,7 @@ func TestChromiumCannotReachLoopbackOrMetadata(t *testing.T) {
 	turn := newWatched(t, "127.0.0.1:0") // WebRTC's TURN server over TCP
 	turnConns := &turn.conns
 	stunPort, stunPackets := udpCounter(t)
+	quicPort, quicPackets := udpCounter(t) // WebTransport's server, over QUIC
 	bases := map[string]string{
 		"v4":        fmt.Sprintf("http://127.0.0.1:%d", f.port),
 		"localhost": fmt.Sprintf("http://localhost:%d", f.port),
@@ -347,8 +362,9 @@ func TestChromiumCannotReachLoopbackOrMetadata(t *testing.T) {
 		bases["v6"] = fmt.Sprintf("http://[::1]:%d", f.port)
 	}
 	webrtc := map[string]string{
-		"stun": fmt.Sprintf("stun:127.0.0.1:%d", stunPort),
-		"turn": fmt.Sprintf("turn:127.0.0.1:%d?transport=tcp", turn.port()),
+		"stun":         fmt.Sprintf("stun:127.0.0.1:%d", stunPort),
+		"turn":         fmt.Sprintf("turn:127.0.0.1:%d?transport=tcp", turn.port()),
+		"webtransport": fmt.Sprintf("https://127.0.0.1:%d/webtransport", quicPort),
 	}
 	loopbackAttacks := attacks(bases)
 	swURL := bases["v4"] + "/serviceworker-v4"
@@ -372,12 +388,15 @@ func TestChromiumCannotReachLoopbackOrMetadata(t *testing.T) {
 		if stunPackets.Load() == 0 {
 			t.Errorf("without the proxy, WebRTC sent no STUN datagram")
 		}
+		if quicPackets.Load() == 0 {
+			t.Errorf("without the proxy, WebTransport sent no QUIC datagram")
+		}
 	})
 	if t.Failed() {
 		t.FailNow()
 	}
 	conns0, paths0 := f.reached()
-	turn0, stun0 := turnConns.Load(), stunPackets.Load()
+	turn0, stun0, quic0 := turnConns.Load(), stunPackets.Load(), quicPackets.Load()
 
 	metadata := attacks(map[string]string{"imds": "http://169.254.169.254", "ecs": "http://169.254.170.2"})
 	srv, done := site(t, append(slices.Clone(loopbackAttacks), metadata...), webrtc, swURL, preconnect)
@@ -397,6 +416,9 @@ func TestChromiumCannotReachLoopbackOrMetadata(t *testing.T) {
 	}
 	if n := stunPackets.Load() - stun0; n != 0 {
 		t.Errorf("through the proxy, WebRTC sent %d STUN datagrams, want 0", n)
+	}
+	if n := quicPackets.Load() - quic0; n != 0 {
+		t.Errorf("through the proxy, WebTransport sent %d QUIC datagrams, want 0", n)
 	}
 	results := map[string]string{}
 	for _, kv := range report {
