@@ -24,22 +24,22 @@ func (p *Proxy) forwardRequest(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Scheme {
 	case "http", "ws":
 	case "https", "wss":
-		p.refuse(w, http.StatusBadRequest, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{},
 			r.URL.Scheme+" goes through a CONNECT tunnel, not an absolute-form request")
 		return
 	default:
-		p.refuse(w, http.StatusBadRequest, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{},
 			"scheme "+quoteTarget(r.URL.Scheme)+" is not carried: only http and ws, and https and wss through CONNECT")
 		return
 	}
 	if host == "" || r.URL.User != nil {
-		p.refuse(w, http.StatusBadRequest, host, netip.AddrPort{}, "the request target needs a host and no user name: "+quoteTarget(r.RequestURI))
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, "the request target needs a host and no user name: "+quoteTarget(r.RequestURI))
 		return
 	}
 	target := withPort(host, "80")
 	if httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") {
 		// An upgraded request holds its connection like a tunnel.
-		if !p.slot(w, target) {
+		if !p.slot(w, r, target) {
 			return
 		}
 		defer p.release()
@@ -98,7 +98,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 		at = note.at
 		note.mu.Unlock()
 	}
-	p.refuseErr(w, withPort(r.URL.Host, "80"), at, err)
+	p.refuseErr(w, r, withPort(r.URL.Host, "80"), at, err)
 }
 
 // unreachable says, without the internals of the error, why host could

@@ -127,7 +127,7 @@ func start(cfg Config, idle time.Duration) (*Proxy, error) {
 		ErrorLog:      quiet,
 	}
 	p.srv = &http.Server{
-		Handler:           p,
+		Handler:           http.HandlerFunc(p.serve),
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       idle,
@@ -172,8 +172,8 @@ func (p *Proxy) Refusals() []Refusal {
 	return append([]Refusal(nil), p.refusals...)
 }
 
-// ServeHTTP serves one request from the browser.
-func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve serves one request from the browser.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if !p.enter() {
 		http.Error(w, "agentsfleet browser proxy: closed", http.StatusServiceUnavailable)
 		return
@@ -185,7 +185,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs():
 		p.forwardRequest(w, r)
 	default:
-		p.refuse(w, http.StatusBadRequest, r.Host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, r.Host, netip.AddrPort{},
 			"this is a forward proxy: it takes CONNECT host:port and absolute-form requests (GET http://host/path), not "+r.Method+" "+r.URL.Path)
 	}
 }
@@ -253,31 +253,35 @@ func (p *Proxy) dial(ctx context.Context, address string) (conn net.Conn, at net
 
 // refuse answers a request the proxy will not carry, records it and logs
 // it.
-func (p *Proxy) refuse(w http.ResponseWriter, status int, host string, at netip.AddrPort, reason string) {
-	r := Refusal{Host: host, Reason: reason}
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host string, at netip.AddrPort, reason string) {
+	const most = 300 // a host the browser names may be long; a refusal is kept short
+	if len(host) > most {
+		host = host[:most] + "…"
+	}
+	rf := Refusal{Host: host, Reason: reason}
 	if at.IsValid() {
-		r.Addr = at.String()
+		rf.Addr = at.String()
 	}
 	p.mu.Lock()
 	if len(p.refusals) == keptRefusals {
 		p.refusals = append(p.refusals[:0], p.refusals[1:]...)
 	}
-	p.refusals = append(p.refusals, r)
+	p.refusals = append(p.refusals, rf)
 	p.mu.Unlock()
 	msg := "browser proxy refused"
 	if at.IsValid() && egress.IsMetadata(at.Addr()) {
 		msg = "browser proxy refused: cloud metadata address"
 	}
-	p.log.Warn(msg, "host", host, "addr", r.Addr, "status", status, "reason", reason)
+	p.log.Warn(msg, "method", r.Method, "host", host, "addr", rf.Addr, "status", status, "reason", reason)
 	http.Error(w, "agentsfleet browser proxy: "+reason, status)
 }
 
 // refuseErr answers for a failed dial or request: 403 when the rules
 // refused it, 502 or 504 when the destination could not be reached.
-func (p *Proxy) refuseErr(w http.ResponseWriter, host string, at netip.AddrPort, err error) {
+func (p *Proxy) refuseErr(w http.ResponseWriter, r *http.Request, host string, at netip.AddrPort, err error) {
 	var re *egress.RefusedError
 	if errors.As(err, &re) {
-		p.refuse(w, http.StatusForbidden, host, at, re.Error())
+		p.refuse(w, r, http.StatusForbidden, host, at, re.Error())
 		return
 	}
 	status, why := unreachable(host, err)
@@ -285,12 +289,12 @@ func (p *Proxy) refuseErr(w http.ResponseWriter, host string, at netip.AddrPort,
 }
 
 // slot takes one of MaxTunnels places, or answers 503.
-func (p *Proxy) slot(w http.ResponseWriter, host string) bool {
+func (p *Proxy) slot(w http.ResponseWriter, r *http.Request, host string) bool {
 	select {
 	case p.slots <- struct{}{}:
 		return true
 	default:
-		p.refuse(w, http.StatusServiceUnavailable, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusServiceUnavailable, host, netip.AddrPort{},
 			fmt.Sprintf("too many open tunnels (%d); close some and try again", MaxTunnels))
 		return false
 	}

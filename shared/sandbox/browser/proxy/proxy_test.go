@@ -171,6 +171,8 @@ func refusedTargets(port uint16) []struct{ target, want string } {
 		{"[ff02::1]:80", "multicast"},
 		{"255.255.255.255:80", "broadcast"},
 		{"[2001::1]:80", "Teredo"},
+		{"127.0.0.1:99999", "not a valid port"},
+		{"loop.test:0", "not a valid port"},
 		{"[64:ff9b:1::a00:1]:80", "local-use NAT64"},
 	}
 }
@@ -286,6 +288,36 @@ func TestAllowAdmitsExactlyItsAddress(t *testing.T) {
 	unreached(t, other, "the server on the other port")
 	if n := allowed.conns.Load() - before; n != 0 {
 		t.Errorf("the allowed server got %d connections from refused requests, want 0", n)
+	}
+}
+
+// A destination that cannot be reached is not a refusal: 502 or 504, with
+// a reason and no internals.
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := netip.MustParseAddrPort(ln.Addr().String())
+	ln.Close()
+	p := newProxy(t, Config{Allow: closed, Resolver: egress.Hosts{}})
+	for _, tt := range []struct{ target, want string }{
+		{closed.String(), "refused the connection"},
+		{"nowhere.test:80", "does not resolve"},
+	} {
+		res, body, c, _ := connect(t, p.Addr(), tt.target)
+		c.Close()
+		if res.StatusCode != http.StatusBadGateway || !strings.Contains(body, tt.want) {
+			t.Errorf("CONNECT %s = %d %q, want 502 saying %q", tt.target, res.StatusCode, body, tt.want)
+		}
+		res, body = get(t, p.Addr(), "http://"+tt.target+"/", tt.target)
+		if res.StatusCode != http.StatusBadGateway || !strings.Contains(body, tt.want) {
+			t.Errorf("GET http://%s/ = %d %q, want 502 saying %q", tt.target, res.StatusCode, body, tt.want)
+		}
+	}
+	if got := p.Refusals(); len(got) != 0 {
+		t.Errorf("Refusals() = %v, want none for unreachable destinations", got)
 	}
 }
 
@@ -438,6 +470,18 @@ func TestForwardWebSocketUpgrade(t *testing.T) {
 			t.Fatalf("%s upgrade: echo = %q, %v; want \"frame\"", scheme, got, err)
 		}
 		c.Close()
+	}
+	// Close ends an upgraded request as it ends a tunnel.
+	res, _, c, br := ask(t, p.Addr(), "GET ws://"+up.String()+"/socket HTTP/1.1\r\nHost: "+up.String()+"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	defer c.Close()
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade = %d, want 101", res.StatusCode)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read from the upgraded request after Close = %d, %v; want EOF", n, err)
 	}
 	// ws:// to loopback is refused before any dial.
 	target := fmt.Sprintf("127.0.0.1:%d", up.Port()+0)

@@ -17,16 +17,16 @@ import (
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	host := r.URL.Host
 	if h, port, err := net.SplitHostPort(host); err != nil || h == "" || port == "" {
-		p.refuse(w, http.StatusBadRequest, host, netip.AddrPort{}, "CONNECT takes host:port, not "+quoteTarget(r.RequestURI))
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, "CONNECT takes host:port, not "+quoteTarget(r.RequestURI))
 		return
 	}
-	if !p.slot(w, host) {
+	if !p.slot(w, r, host) {
 		return
 	}
 	defer p.release()
 	up, at, err := p.dial(r.Context(), host)
 	if err != nil {
-		p.refuseErr(w, host, at, err)
+		p.refuseErr(w, r, host, at, err)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
