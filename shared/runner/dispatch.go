@@ -212,7 +212,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 		if note := x.takeFolderNote(); note != "" {
 			res.Output = note + res.Output
 		}
-		return testHookSandboxResult(call.Name, res)
+		return res
 	case errors.Is(err, client.ErrUnavailable) && ctx.Err() == nil:
 		x.r.log.Warn("sandbox stopped answering", "run_id", x.run.ID, "sandbox", sb.ID, "error", err)
 		x.dropSandbox(ctx, sb)
@@ -223,11 +223,6 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	}
 	return tool.Errorf("%s: %v", call.Name, err)
 }
-
-// testHookSandboxResult lets the runner's tests stand for a sandbox whose
-// browser answers screenshot with an image; it returns res unchanged
-// outside them.
-var testHookSandboxResult = func(name string, res tool.Result) tool.Result { return res }
 
 func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error) {
 	x.mu.Lock()

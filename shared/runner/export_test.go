@@ -1,10 +1,13 @@
 package runner
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/agentsfleet/agentsfleet/shared/model/modeltest"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -17,16 +20,22 @@ func init() {
 			close(ch.(chan struct{}))
 		}
 	}
-	// sandboxd answers screenshot (its arguments checked) without a
-	// browser; these tests stand for one that has one, whose answer the
-	// sandbox client decodes with its image.
-	testHookSandboxResult = func(name string, res tool.Result) tool.Result {
-		if name != "screenshot" {
-			return res
-		}
-		return tool.Result{Output: fmt.Sprintf("%d×%d screenshot of http://app.test/", ScreenshotWidth, ScreenshotHeight),
-			Image: &tool.Image{MediaType: tool.ImagePNG, Data: Screenshot(), Width: ScreenshotWidth, Height: ScreenshotHeight}}
+}
+
+// FixedScreenshot is a screenshot tool that answers Screenshot for every
+// call (its arguments checked as sandboxd's are), for a test sandbox that
+// stands for one with a browser (launchtest.Launcher.Replace): the answer
+// still crosses sandboxd's HTTP API and the sandbox client.
+func FixedScreenshot() tool.Tool { return fixedScreenshot{sandbox.Screenshot} }
+
+type fixedScreenshot struct{ tool.Spec }
+
+func (f fixedScreenshot) Run(_ context.Context, args json.RawMessage) (tool.Result, error) {
+	if res, ok := sandbox.Screenshot.Check(args); !ok {
+		return res, nil
 	}
+	return tool.Result{Output: fmt.Sprintf("%d×%d screenshot of http://app.test/", ScreenshotWidth, ScreenshotHeight),
+		Image: &tool.Image{MediaType: tool.ImagePNG, Data: Screenshot(), Width: ScreenshotWidth, Height: ScreenshotHeight}}, nil
 }
 
 // The size of the page every screenshot in these tests captures.

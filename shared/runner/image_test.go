@@ -23,7 +23,9 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/model/anthropic"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/launchtest"
 	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // A screenshot's PNG reaches the model on the turn after the call, and
@@ -81,6 +83,7 @@ func imageEnv(t *testing.T, script string, blobs bool, opts ...func(*runner.Conf
 	var cb *countedBlobs
 	e := newEnv(t, script, append([]func(*runner.Config){func(c *runner.Config) {
 		c.Display = true
+		c.Sandboxes.(*launchtest.Launcher).Replace = []tool.Tool{runner.FixedScreenshot()}
 		if blobs {
 			cb = &countedBlobs{BlobStore: s3Blobs(t), gets: map[string]int{}}
 			c.Blobs = cb

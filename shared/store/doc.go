@@ -65,7 +65,7 @@
 //	event               RUN#<id>             EVT#<%016d seq>       -              -              type, JSON body, time
 //	child agent         RUN#<id>             CHILD#<id>            -              -              parent, depth, task, status, lease; gsi2 while running
 //	idempotency key     IDEM#<scope>#<key>   IDEM                  -              -              run id, expiresAt (TTL)
-//	pooled sandbox      POOL#<size>          SBX#<id>              -              -              url, nonce, started, state idle|claimed, claimedBy, expiresAt (TTL)
+//	pooled sandbox      POOL#<kind>          SBX#<id>              -              -              url, nonce, started, state idle|claimed, claimedBy, expiresAt (TTL)
 //	webhook secret      FLEET#<name>         WEBHOOK               -              -              the secret itself (an HMAC key), createdAt
 //	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
 //	Slack channel route SLACK#<channel>      ROUTE                 -              -              the fleet the channel's mentions reach, updatedAt
@@ -80,9 +80,13 @@
 //	list a run's events from a sequence number, paged            Query pk=RUN#<id>, sk BETWEEN EVT#<from> AND EVT#<max>
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
 //	read an agent's conversation (ListTurns)                     Query pk=RUN#<id>, sk BETWEEN TURN#<agent>#<from> AND TURN#<agent>#<to>
-//	list a size's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<size>, sk begins_with SBX#
+//	list a kind's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<kind>, sk begins_with SBX#
 //	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#
 //	runs and children nobody executes since T (ListLapsed)       Query gsi2 pk=LIVE, sk <= T, ascending; GetItem each
+//
+// A pool's <kind> is a sandbox size ("small"), or a size and "+browser"
+// ("small+browser") for sandboxes of the image with a browser: a run that
+// needs one never claims the other.
 //
 // Run ids (and child and schedule ids) are 26 Crockford base32 characters,
 // time first, like ULIDs, so gsi1sk sorts runs by creation. Page cursors are

@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
 // Launcher serves every run's sandbox over the same roots.
@@ -30,6 +33,16 @@ type Launcher struct {
 	// Started counts sandboxes started, for tests that check one is
 	// reused or replaced.
 	Started int
+	// Chromium and BrowserAllow, set before the first Acquire, are
+	// server.Config's Browser and BrowserAllow: the Chromium that the
+	// sandboxes' browser_open and screenshot drive, and the one loopback
+	// address it may reach (the test's page).
+	Chromium     string
+	BrowserAllow netip.AddrPort
+	// Replace, set before the first Acquire, stands in for sandboxd's
+	// tools of the same names, served by the same server over the same
+	// HTTP API (a screenshot of a fixed image, say).
+	Replace []tool.Tool
 }
 
 type running struct {
@@ -40,6 +53,19 @@ type running struct {
 	srv   *httptest.Server
 	tools []interface{ Close() error }
 	sb    *launch.Sandbox
+}
+
+// replace is tools with each of by in place of the tool of its name.
+func replace(tools, by []tool.Tool) []tool.Tool {
+	out := slices.Clone(tools)
+	for _, b := range by {
+		i := slices.IndexFunc(out, func(t tool.Tool) bool { return t.Name() == b.Name() })
+		if i < 0 {
+			panic("launchtest: sandboxd has no tool " + b.Name() + " to replace")
+		}
+		out[i] = b
+	}
+	return out
 }
 
 var _ launch.Launcher = (*Launcher)(nil)
@@ -82,7 +108,8 @@ func (l *Launcher) Acquire(_ context.Context, spec launch.Spec) (*launch.Sandbox
 	token := make([]byte, 16)
 	rand.Read(token)
 	tok := hex.EncodeToString(token)
-	tools := server.Tools(server.Config{Roots: roots, Timeout: spec.ToolTimeout})
+	tools := server.Tools(server.Config{Roots: roots, Timeout: spec.ToolTimeout, Browser: l.Chromium, BrowserAllow: l.BrowserAllow})
+	tools = replace(tools, l.Replace)
 	srv, err := server.New(server.Options{Token: tok, Tools: tools, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", launch.ErrStart, err)
