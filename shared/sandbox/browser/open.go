@@ -67,12 +67,13 @@ func (t *Open) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	case err != nil:
 		return tool.Result{}, err
 	}
-	refusedBefore := len(inst.proxy.Refusals())
+	_, mark := inst.proxy.RefusalsSince(0)
 	n, err := t.b.navigate(ctx, inst, u.String(), w)
 	if err != nil && !errors.Is(err, errNavTimeout) {
 		return tool.Result{}, err
 	}
-	out := n.answer(u, inst.proxy.Refusals()[refusedBefore:], timeout, errors.Is(err, errNavTimeout))
+	refusals, _ := inst.proxy.RefusalsSince(mark)
+	out := n.answer(u, refusals, timeout, errors.Is(err, errNavTimeout))
 	if !out.IsError || n.committed {
 		t.b.setOpened()
 	}

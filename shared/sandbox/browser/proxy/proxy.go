@@ -69,6 +69,7 @@ type Proxy struct {
 	open     map[net.Conn]struct{} // tunnels' connections, both ends
 	busy     sync.WaitGroup        // handlers and tunnels running
 	refusals []Refusal
+	refused  uint64 // how many refusals ever: the last one's mark
 	served   chan struct{} // closed when Serve returns
 }
 
@@ -172,6 +173,20 @@ func (p *Proxy) Refusals() []Refusal {
 	return append([]Refusal(nil), p.refusals...)
 }
 
+// RefusalsSince returns the refusals after the one mark names (0: from
+// the first), oldest first, among the last 64 kept, and the mark of the
+// last one: a caller keeps the mark of before a navigation and asks for
+// what came after it, however many the proxy has kept.
+func (p *Proxy) RefusalsSince(mark uint64) ([]Refusal, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := p.refusals
+	if n := p.refused - mark; n < uint64(len(kept)) {
+		kept = kept[len(kept)-int(n):]
+	}
+	return append([]Refusal(nil), kept...), p.refused
+}
+
 // serve serves one request from the browser.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if !p.enter() {
@@ -267,6 +282,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host 
 		p.refusals = append(p.refusals[:0], p.refusals[1:]...)
 	}
 	p.refusals = append(p.refusals, rf)
+	p.refused++
 	p.mu.Unlock()
 	msg := "browser proxy refused"
 	if at.IsValid() && egress.IsMetadata(at.Addr()) {

@@ -639,3 +639,25 @@ func TestChromiumFlags(t *testing.T) {
 		}
 	}
 }
+
+// RefusalsSince gives what came after a mark even once the kept refusals
+// are at their bound, where the count of Refusals no longer grows.
+func TestRefusalsSinceAMark(t *testing.T) {
+	t.Parallel()
+	p := newProxy(t, Config{Resolver: testHosts})
+	for i := range keptRefusals + 6 {
+		refusedConnect(t, p, fmt.Sprintf("127.0.0.%d:80", i%200+1), "loopback")
+	}
+	if got, mark := p.RefusalsSince(0); len(got) != keptRefusals || mark != keptRefusals+6 {
+		t.Fatalf("RefusalsSince(0) = %d refusals, mark %d; want %d and %d", len(got), mark, keptRefusals, keptRefusals+6)
+	}
+	_, mark := p.RefusalsSince(0)
+	if got, again := p.RefusalsSince(mark); len(got) != 0 || again != mark {
+		t.Fatalf("nothing new: got %d refusals and mark %d, want none and %d", len(got), again, mark)
+	}
+	refusedConnect(t, p, "169.254.169.254:80", "metadata")
+	got, next := p.RefusalsSince(mark)
+	if len(got) != 1 || got[0].Host != "169.254.169.254:80" || next != mark+1 {
+		t.Fatalf("after one more: %+v, mark %d; want the metadata refusal alone and mark %d", got, next, mark+1)
+	}
+}
