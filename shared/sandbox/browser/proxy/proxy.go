@@ -69,7 +69,7 @@ type Proxy struct {
 	open     map[net.Conn]struct{} // tunnels' connections, both ends
 	busy     sync.WaitGroup        // handlers and tunnels running
 	refusals []Refusal
-	refused  uint64 // how many refusals ever: the last one's mark
+	refused  uint64        // how many refusals ever: the last one's mark
 	served   chan struct{} // closed when Serve returns
 }
 
