@@ -29,6 +29,7 @@ type (
 		Limits  wireLimits        `json:"limits,omitzero"`
 		Sandbox wireSandbox       `json:"sandbox,omitzero"`
 		Slack   wireSlack         `json:"slack,omitzero"`
+		Setup   *wireSetup        `json:"setup,omitempty"`
 	}
 	// wireSlack holds only what differs from the defaults, so that a
 	// Definition that says nothing of Slack keeps its canonical bytes.
@@ -70,6 +71,7 @@ func (d *Definition) wire() wireDefinition {
 			},
 			Sandbox: wireSandbox{Size: d.Sandbox.Size},
 			Slack:   d.slackWire(),
+			Setup:   d.Setup.wire(),
 		},
 	}
 }
@@ -200,6 +202,7 @@ func (d *Definition) TOML() []byte {
 	if d.Sandbox.Size != "" {
 		fmt.Fprintf(&b, "\n[%s.sandbox]\nsize = %s\n", runtimeKey, tomlString(string(d.Sandbox.Size)))
 	}
+	d.Setup.writeTOML(&b)
 	if w := d.slackWire(); !w.empty() {
 		fmt.Fprintf(&b, "\n[%s.slack]\n", runtimeKey)
 		if w.OnReply != "" {

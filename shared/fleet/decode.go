@@ -67,6 +67,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		allowStart, allowStop  []listEntry
 		startAt, stopAt        keyPath
 		startSet, stopSet      bool
+		setup                  setupDecoder
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
@@ -105,6 +106,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 					}})
 				},
 				"secrets": func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
+				"setup":   setup.field(d, integer),
 				"limits": func(at keyPath, v any) {
 					d.table(at, v, map[string]field{
 						"tool_timeout_seconds": integer(&timeout),
@@ -181,6 +183,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	if stopSet && !d.mistyped[stopAt.String()] {
 		def.SlackAccess.AllowStop = d.slackIDs(stopAt, allowStop)
 	}
+	def.Setup = setup.setup(d, def.Secrets)
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {
@@ -420,6 +423,7 @@ var homes = map[string]string{
 	"tool_calls":           runtimeKey + ".limits.budget.tool_calls",
 	"sandbox":              runtimeKey + ".sandbox",
 	"size":                 runtimeKey + ".sandbox.size",
+	"setup":                runtimeKey + ".setup",
 	// Names people reach for.
 	"max_tokens":        runtimeKey + ".limits.budget.tokens",
 	"max_tool_calls":    runtimeKey + ".limits.budget.tool_calls",

@@ -46,6 +46,9 @@ type Definition struct {
 	// SlackAccess is who in Slack may start the fleet's runs and stop them
 	// ([x-agentsfleet.slack] allow_start and allow_stop).
 	SlackAccess SlackAccess
+	// Setup is the setup step run before the agent's first turn
+	// ([x-agentsfleet.setup]); nil when there is none.
+	Setup *Setup
 }
 
 // SlackAccess is who in Slack may start a fleet's runs (a mention, a direct
@@ -216,6 +219,7 @@ func (d *Definition) Clone() *Definition {
 	c := *d
 	c.Tools = slices.Clone(d.Tools)
 	c.Hosts = slices.Clone(d.Hosts)
+	c.Setup = d.Setup.clone()
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))

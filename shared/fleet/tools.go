@@ -108,8 +108,9 @@ func AvailableTools(display bool) []string {
 }
 
 // RequiredScopes returns the scopes an API key needs to apply d: the scope of
-// every tool d allows, sorted and without repeats. It is empty for a
-// Definition that allows no tool.
+// every tool d allows, and tools:execute for a setup step, sorted and
+// without repeats. It is empty for a Definition that allows no tool and has
+// no setup step.
 func (d *Definition) RequiredScopes() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -122,7 +123,7 @@ func (d *Definition) RequiredScopes() []string {
 		out = append(out, t.Scope)
 	}
 	sort.Strings(out)
-	return out
+	return d.addSetupScope(out)
 }
 
 // ScopeError reports the scopes an API key lacks to apply a Definition. It
@@ -171,6 +172,9 @@ func (d *Definition) CheckScopes(granted []string) error {
 		if !have[t.Scope] {
 			byScope[t.Scope] = append(byScope[t.Scope], name)
 		}
+	}
+	if d.Setup != nil && !have[setupScope] {
+		byScope[setupScope] = append(byScope[setupScope], SetupNeed)
 	}
 	if len(byScope) == 0 {
 		return nil
