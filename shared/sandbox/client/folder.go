@@ -82,37 +82,46 @@ func flat(h http.Header) map[string]string {
 }
 
 func (c *Client) folder(ctx context.Context, name, path string, body any) (wire.AgentResult, error) {
+	return post[wire.AgentResult](ctx, c, name, path, body, FolderTimeout, errFolderTimeout, folderKinds, `the body is not {"files", "bytes"}`)
+}
+
+// post sends body as JSON to path and decodes a 200 answer as T; within
+// timeout (whose passing is cause), a non-200 answer with an ErrorBody
+// becoming kinds[status]. name says what the call does, in errors; shape
+// says, in errors, what a 200 answer should have been.
+func post[T any](ctx context.Context, c *Client, name, path string, body any, timeout time.Duration, cause error, kinds map[int]error, shape string) (T, error) {
+	var zero T
 	op := op{c: c, name: name}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return wire.AgentResult{}, op.notSent(ErrBadRequest, "the request could not be made")
+		return zero, op.notSent(ErrBadRequest, "the request could not be made")
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, FolderTimeout, errFolderTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, cause)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
 	if err != nil {
-		return wire.AgentResult{}, op.notSent(ErrBadRequest, "the request could not be made")
+		return zero, op.notSent(ErrBadRequest, "the request could not be made")
 	}
 	req.Header.Set(wire.AuthorizationHeader, c.auth)
 	req.Header.Set("Content-Type", wire.ContentType)
 	req.Header.Set("Accept", wire.ContentType)
 	status, ctype, answer, err := c.do(req)
 	if err != nil {
-		return wire.AgentResult{}, op.noAnswer(ctx, status, err, FolderTimeout, errFolderTimeout)
+		return zero, op.noAnswer(ctx, status, err, timeout, cause)
 	}
 	if status == http.StatusOK {
-		var res wire.AgentResult
+		var res T
 		if json.Unmarshal(answer, &res) != nil {
-			return wire.AgentResult{}, op.foreign(status, ctype, `the body is not {"files", "bytes"}`)
+			return zero, op.foreign(status, ctype, shape)
 		}
 		return res, nil
 	}
-	kind := folderKinds[status]
+	kind := kinds[status]
 	var eb struct {
 		Error *string `json:"error"`
 	}
 	if kind == nil || json.Unmarshal(answer, &eb) != nil || eb.Error == nil {
-		return wire.AgentResult{}, op.foreign(status, ctype, "")
+		return zero, op.foreign(status, ctype, "")
 	}
-	return wire.AgentResult{}, op.refused(kind, status, *eb.Error)
+	return zero, op.refused(kind, status, *eb.Error)
 }

@@ -487,7 +487,8 @@ func mainServe(args []string, d Defaults, stdout, stderr io.Writer) int {
 	for _, dir := range unwritable {
 		log.Warn("a writable root is not writable by the commands' user: bash and apply_patch will fail there", "dir", dir, "uid", os.Geteuid())
 	}
-	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log, Agent: AgentRoot(cfg.Roots)})
+	srv, err := New(Options{Token: token, Tools: Tools(cfg), IdleTimeout: *idle, ShutdownGrace: *grace, Logger: log, Agent: AgentRoot(cfg.Roots),
+		Setup: SetupFor(cfg)})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "sandboxd serve: %v\n", err)

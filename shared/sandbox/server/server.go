@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/session"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/shell"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	// wire.AgentRestorePath and wire.AgentSavePath restore and save; empty
 	// means this sandboxd serves no folder (they answer 404).
 	Agent string
+	// Setup runs the fleet's setup step, POST wire.SetupPath (SetupFor);
+	// nil means this sandboxd runs none (it answers 404).
+	Setup *shell.Setup
 }
 
 // Server is sandboxd's HTTP API. It is an http.Handler; Serve runs it on a
@@ -68,6 +72,8 @@ type Server struct {
 	detached sync.WaitGroup // calls with a key still running
 
 	folder *agentFolder // nil without Options.Agent
+
+	setupStep *setupOnce // nil without Options.Setup
 
 	mu     sync.Mutex
 	active int       // authenticated calls in progress
@@ -106,6 +112,9 @@ func New(o Options) (*Server, error) {
 	if o.Agent != "" {
 		s.folder = newAgentFolder(o.Agent)
 	}
+	if o.Setup != nil {
+		s.setupStep = &setupOnce{run: o.Setup}
+	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST "+wire.AgentRestorePath, s.agentRestore)
@@ -113,6 +122,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET "+wire.HealthPath, s.health)
 	s.mux.HandleFunc("POST "+wire.ToolPath("{name}"), s.call)
 	s.mux.HandleFunc("POST "+wire.SessionsClosePath, s.sessionsClose)
+	s.mux.HandleFunc("POST "+wire.SetupPath, s.setup)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: sandboxd serves GET "+wire.HealthPath+" and POST "+wire.ToolPath("{name}"))
 	})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -55,21 +56,51 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
 	cmd.Dir = t.roots.Workdir()
-	cmd.Stdin = nil // /dev/null
+	o, err := runCaptured(ctx, cmd, sandbox.ToolTimeout(ctx, t.timeout)) // the call's, else the tool's own
+	if err != nil {
+		return tool.Result{}, fmt.Errorf("bash: %w", err)
+	}
+	switch {
+	case o.timedOut:
+		return tool.Errorf("%s[timed out after %s: the command and every process it started were killed]", o.text, seconds(o.timeout)), nil
+	case o.stopped != nil:
+		return tool.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", o.text, o.stopped), nil
+	}
+	return tool.Result{Output: fmt.Sprintf("%s[exit code %d]", o.text, o.code), IsError: o.code != 0}, nil
+}
 
-	// One pipe for stdout and stderr keeps their order. sandboxd reads it
-	// itself (not os/exec), so a process holding it open cannot hold up
-	// the result past drainWait.
+// outcome is how a command runCaptured ran ended.
+type outcome struct {
+	// text is the captured output, ending in a newline unless empty.
+	text string
+	// code is the exit status, when the command was not stopped.
+	code int
+	// timedOut says timeout passed and the command's group was killed.
+	timedOut bool
+	timeout  time.Duration
+	// stopped is why ctx ended the command first, when it did.
+	stopped error
+}
+
+// runCaptured starts cmd (from Policy.Command, its Dir set) with stdin
+// /dev/null and one pipe for stdout and stderr, which keeps their order,
+// keeps its first BashOutputHead and last BashOutputTail bytes, and kills
+// its whole process group after timeout (zero: none) or when ctx ends. A
+// failure to start is the error.
+func runCaptured(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (outcome, error) {
+	cmd.Stdin = nil // /dev/null
+	// sandboxd reads the pipe itself (not os/exec), so a process holding
+	// it open cannot hold up the result past drainWait.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: pipe: %w", err)
+		return outcome{}, fmt.Errorf("pipe: %w", err)
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	g, err := confine.StartGroup(cmd)
 	pw.Close()
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
+		return outcome{}, fmt.Errorf("start /bin/sh: %w", err)
 	}
 	out := newCapture(sandbox.BashOutputHead, sandbox.BashOutputTail)
 	copied := make(chan struct{})
@@ -78,7 +109,6 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		close(copied)
 	}()
 
-	timeout := sandbox.ToolTimeout(ctx, t.timeout) // the call's, else the tool's own
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
@@ -95,21 +125,19 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	_ = pr.SetReadDeadline(time.Now().Add(drainWait))
 	<-copied
 
-	text := out.String()
-	if text != "" && !strings.HasSuffix(text, "\n") {
-		text += "\n"
+	o := outcome{text: out.String(), timeout: timeout}
+	if o.text != "" && !strings.HasSuffix(o.text, "\n") {
+		o.text += "\n"
 	}
 	if stopped != nil {
-		if context.Cause(ctx) == errToolTimeout {
-			return tool.Errorf("%s[timed out after %s: the command and every process it started were killed]", text, seconds(timeout)), nil
+		o.timedOut = stopped == errToolTimeout
+		if !o.timedOut {
+			o.stopped = stopped
 		}
-		return tool.Errorf("%s[stopped before it finished (%v): the command and every process it started were killed]", text, stopped), nil
+		return o, nil
 	}
-	code, err := exitCode(g.Err())
-	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: %w", err)
-	}
-	return tool.Result{Output: fmt.Sprintf("%s[exit code %d]", text, code), IsError: code != 0}, nil
+	o.code, err = exitCode(g.Err())
+	return o, err
 }
 
 // drain copies the output pipe r into w until it closes or its read

@@ -126,6 +126,21 @@ func ForbiddenEnv(name string) string {
 	if !isEnvName(name) {
 		return "not a variable name (letters, digits and _, not starting with a digit); name one variable a flag"
 	}
+	if why := forbiddenPrefix(name); why != "" {
+		return why
+	}
+	up := strings.ToUpper(name)
+	for _, word := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"} {
+		if strings.Contains(up, word) {
+			return "the name says it holds a secret (it contains " + word + "): secrets reach a fleet only as «secret:NAME» references, filled outside the sandbox"
+		}
+	}
+	return ""
+}
+
+// forbiddenPrefix says why a variable named name (of any case) never
+// reaches a command, by its prefix, or "".
+func forbiddenPrefix(name string) string {
 	up := strings.ToUpper(name)
 	for _, p := range []struct{ prefix, why string }{
 		{"AWS_", "AWS variables hold credentials and configuration of the account: commands never see them"},
@@ -136,11 +151,6 @@ func ForbiddenEnv(name string) string {
 	} {
 		if strings.HasPrefix(up, p.prefix) {
 			return p.why
-		}
-	}
-	for _, word := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "CREDENTIAL"} {
-		if strings.Contains(up, word) {
-			return "the name says it holds a secret (it contains " + word + "): secrets reach a fleet only as «secret:NAME» references, filled outside the sandbox"
 		}
 	}
 	return ""

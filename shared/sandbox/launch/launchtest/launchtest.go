@@ -110,7 +110,8 @@ func (l *Launcher) Acquire(_ context.Context, spec launch.Spec) (*launch.Sandbox
 	tok := hex.EncodeToString(token)
 	tools := server.Tools(server.Config{Roots: roots, Timeout: spec.ToolTimeout, Browser: l.Chromium, BrowserAllow: l.BrowserAllow})
 	tools = replace(tools, l.Replace)
-	srv, err := server.New(server.Options{Token: tok, Tools: tools, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := server.New(server.Options{Token: tok, Tools: tools, Logger: slog.New(slog.DiscardHandler),
+		Setup: server.SetupFor(server.Config{Roots: roots})})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", launch.ErrStart, err)
 	}
