@@ -285,7 +285,10 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		Sandboxes:    sandboxes,
 		NoBrowser:    o.Browser.Why,
 		Invoker:      s.Funcs,
-		Blobs:        runner.S3Blobs{Client: s3c, Bucket: checkpointBucket},
+		// The emulator's Secrets Manager, as the web tools read: the
+		// values of the secrets a fleet's setup step lists.
+		Secrets: secrets,
+		Blobs:   runner.S3Blobs{Client: s3c, Bucket: checkpointBucket},
 		// Used only with the pool: the local launcher alone keeps each
 		// fleet's folder in StateDir (a launch.Placer naming it), while a
 		// pooled sandbox's folder is its own and empty until restored.

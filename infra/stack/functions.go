@@ -197,6 +197,16 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	if keyed {
 		runnerFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, []string{*st.Secrets.ModelKeys.SecretArn()}, nil))
 	}
+	// The fleets' secrets, for the values a fleet's setup step lists (the
+	// runner hands them to the sandbox's setup command alone): the pattern
+	// webtools reads, without the search key. The Slack secrets stay the
+	// slack function's, whatever the pattern allows.
+	runnerFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, fleetSecretArns(stack, s)[:1], nil))
+	runnerFn.role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Effect:    awsiam.Effect_DENY,
+		Actions:   jsii.Strings("secretsmanager:*"),
+		Resources: jsii.Strings(*st.Secrets.SlackSigningSecret.SecretArn(), *st.Secrets.SlackBotToken.SecretArn()),
+	}))
 	// Itself (hand-over, child agents), webtools, and slack to post in a
 	// run's thread: only the slack function holds the Slack token.
 	runnerFn.role.AddToPolicy(allow([]string{"lambda:InvokeFunction"}, []string{runnerFn.arn, webFn.arn, arnOf("slack")}, nil))
@@ -368,7 +378,7 @@ func scheduleArnPattern(stack awscdk.Stack, group string) string {
 }
 
 // fleetSecretArns are the secrets webtools may read: those whose names
-// match Settings.FleetSecrets, and the search key's.
+// match Settings.FleetSecrets (first), and the search key's.
 func fleetSecretArns(stack awscdk.Stack, s Settings) []string {
 	arn := func(name string) string {
 		return *stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("secretsmanager"), Resource: jsii.String("secret"),

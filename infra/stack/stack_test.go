@@ -258,7 +258,7 @@ var (
 	sendFailed = "Allow sqs:GetQueueAttributes | sqs:GetQueueUrl | sqs:SendMessage on ${FailedInvocations.Arn}"
 )
 
-func runnerStatements(network string, bedrock, browser bool) []string {
+func runnerStatements(network string, bedrock, browser bool, fleetSecrets string) []string {
 	runTask := "${SandboxTask}"
 	if browser {
 		runTask = "${SandboxBrowserTask} | ${SandboxTask}"
@@ -270,6 +270,9 @@ func runnerStatements(network string, bedrock, browser bool) []string {
 	s := []string{
 		logsOf("Runner"), tableRW, schedOps, passSched,
 		"Allow secretsmanager:GetSecretValue on ${SandboxTokenKey}",
+		// The setup step's secrets: the fleets', never Slack's.
+		"Allow secretsmanager:GetSecretValue on " + fleetSecrets,
+		"Deny secretsmanager:* on ${SlackBotToken} | ${SlackSigningSecret}",
 		"Allow lambda:InvokeFunction on " + fnArn("runner") + " | " + fnArn("slack") + " | " + fnArn("webtools"),
 		"Allow s3:GetObject | s3:PutObject on ${Bucket.Arn}/checkpoints/* | ${Bucket.Arn}/fleets/*",
 		"Allow s3:ListBucket on ${Bucket.Arn}",
@@ -300,8 +303,10 @@ func expectedStatements(name string) map[string][]string {
 		network = "private"
 	}
 	secrets := arnPrefix + "secretsmanager:" + acct + "secret:*"
+	fleetSecrets := secrets
 	if name == "anthropic" {
-		secrets = arnPrefix + "secretsmanager:" + acct + "secret:prod/* | " + arnPrefix + "secretsmanager:" + acct + "secret:search/brave-??????"
+		fleetSecrets = arnPrefix + "secretsmanager:" + acct + "secret:prod/*"
+		secrets = fleetSecrets + " | " + arnPrefix + "secretsmanager:" + acct + "secret:search/brave-??????"
 	}
 	want := map[string][]string{
 		"ApiRole": {logsOf("Api"), tableRW, noPool, schedOps, passSched,
@@ -315,7 +320,7 @@ func expectedStatements(name string) map[string][]string {
 		"SlackRole": {logsOf("Slack"), tableRW, noPool,
 			"Allow lambda:InvokeFunction on " + fnArn("runner"),
 			"Allow secretsmanager:GetSecretValue on ${SlackBotToken} | ${SlackSigningSecret}"},
-		"RunnerRole":    runnerStatements(network, name != "anthropic", name == "browser"),
+		"RunnerRole":    runnerStatements(network, name != "anthropic", name == "browser", fleetSecrets),
 		"SchedulerRole": {"Allow lambda:InvokeFunction on " + fnArn("schedule")},
 		"SandboxExecutionRole": {
 			"Allow ecr:BatchCheckLayerAvailability | ecr:BatchGetImage | ecr:GetDownloadUrlForLayer on arn:aws:ecr:" + acct + "repository/cdk-hnb659fds-container-assets-${AWS::AccountId}-${AWS::Region}",

@@ -97,6 +97,9 @@ func (x *execution) loop(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := x.setUp(ctx); err != nil || x.st.Ended != nil {
+		return err
+	}
 	defer x.watch(ctx)()
 	x.awaitBurst(ctx)
 	for {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -48,6 +49,11 @@ type Config struct {
 	// spend cap); package schedule/keeper provides it (Keeper.Book). Nil:
 	// the schedule tools answer that schedules are not configured here.
 	Schedules ScheduleBook
+	// Secrets reads the values of the secrets a fleet's setup step lists
+	// ([x-agentsfleet.setup] secrets: AWS Secrets Manager in AWS, the
+	// local secrets otherwise), the only values the runner reads; nil: a
+	// setup step that lists secrets fails its run, saying so.
+	Secrets secret.Source
 	// Callbacks delivers runs' results to their callback_url as they end;
 	// nil sends none (a run that names one logs that it was not sent).
 	Callbacks *callback.Sender

@@ -14,8 +14,9 @@ import (
 
 // state is a run's checkpoint: everything a runner needs to go on from the
 // last committed step, in whichever invocation. It holds no secret value:
-// the runner never sees one (only the webtools λ reads secrets, and screens
-// what it returns).
+// the runner reads none but those of the fleet's setup step, which it
+// hands to the sandbox and keeps nowhere (setup.go); the webtools λ reads
+// the others, and screens what it returns.
 //
 // The conversation is not in the checkpoint's own item: each step writes
 // the messages it added as a turn item of its own (store.Turn) in the
@@ -44,6 +45,9 @@ type state struct {
 	// InboxSeen is the last inbox message (store.SendToRun) the
 	// conversation holds.
 	InboxSeen int64 `json:"inbox_seen,omitempty"`
+	// Setup is set by the step that commits setup.ended: the fleet's setup
+	// step ran (or was skipped) and is not run again.
+	Setup bool `json:"setup,omitempty"`
 	// Ended is set by the step that commits run.ended; the status move
 	// that follows it may still be pending when the invocation died.
 	Ended *run.RunEnded `json:"ended,omitempty"`

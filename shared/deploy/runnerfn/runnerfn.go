@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
 	"github.com/agentsfleet/agentsfleet/shared/schedule/keeper"
+	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/setting"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -78,7 +80,10 @@ func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 		NoBrowser:    noBrowser,
 		Invoker:      inv,
 		Callbacks:    callbacks,
-		Log:          log,
+		// The values of the secrets a fleet's setup step lists; the
+		// function's role may read the fleets' secrets (infra/stack).
+		Secrets: secret.SecretsManager{Client: secretsmanager.NewFromConfig(e.AWS)},
+		Log:     log,
 	}
 	if cfg.Lease, err = runner.LeaseFromEnv(getenv); err != nil {
 		return nil, err
