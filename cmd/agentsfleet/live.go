@@ -135,6 +135,10 @@ func (v *textView) event(ev *afrun.Event) {
 			summary += fmt.Sprintf("  (%d lines)", lines)
 		}
 		fmt.Fprintf(v.out, "  %s %s: %s%s\n", mark, r.Name, summary, imageNote(r.Image))
+	case afrun.EventSetupEnded:
+		var s afrun.SetupEnded
+		json.Unmarshal(ev.Data, &s)
+		fmt.Fprintln(v.out, setupLine(s))
 	case afrun.EventPlanUpdated:
 		var p afrun.PlanUpdated
 		json.Unmarshal(ev.Data, &p)
