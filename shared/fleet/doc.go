@@ -3,7 +3,7 @@
 // catalog, shared/toolbox, which the tools' contracts make), the network host
 // list, and the canonical JSON form a revision is stored in. It talks to no
 // AWS service; the secrets it names live in AWS Secrets Manager and are read
-// only by the webtools λ.
+// by the webtools λ, and by the runner for the setup step's alone.
 //
 // # The document
 //
@@ -39,6 +39,11 @@
 //
 //	[x-agentsfleet.sandbox]
 //	size = "small"                 # small | medium | large | xlarge, default small
+//
+//	[x-agentsfleet.setup]          # optional: run in the sandbox before the first turn; needs tools:execute
+//	command = "make deps"          # required: a shell command, at most 16 KiB
+//	secrets = ["GITHUB_TOKEN"]     # declared secrets, given to this command alone as variables
+//	timeout_seconds = 600          # 1–3600, default 600 (not the tool timeout)
 //
 // examples/reference.toml at the repository root is this document with every
 // rule spelt out; the other files there are working Definitions.
