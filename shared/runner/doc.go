@@ -9,6 +9,9 @@
 // A run's life is a sequence of committed steps, each one transaction:
 //
 //	step 1   run.started; the input becomes the first message
+//	setup    setup.ended, for a Definition with a setup step (setup.go): the
+//	         command run in the sandbox before the first model call; a failure
+//	         ends the run (setup_failed) at the next step
 //	turn     the model's answer and the tool calls it asks for, run (read-only
 //	         neighbours at once, at most Config.ToolConcurrency of them, the
 //	         rest queued in order) before the commit; the answer, the results,
