@@ -40,7 +40,15 @@ const setupTail = 2000
 // setup.ended; a setup that fails ends the run failed (CodeSetupFailed).
 // A run ended here leaves x.st.Ended set.
 func (x *execution) setUp(ctx context.Context) error {
-	if x.agent.id() != "" || x.def.Setup == nil || x.st.Setup {
+	if x.agent.id() != "" || x.def.Setup == nil {
+		return nil
+	}
+	if x.st.Setup {
+		if e := x.st.SetupError; e != nil {
+			// The invocation that committed the failed setup.ended died
+			// before it ended the run.
+			return x.end(ctx, store.StatusFailed, "", e)
+		}
 		return nil
 	}
 	s := x.def.Setup
@@ -77,12 +85,13 @@ func (x *execution) setUp(ctx context.Context) error {
 		return x.setupFailed(ctx, ev, why)
 	}
 	x.r.log.Info("setup", "run_id", x.run.ID, "skipped", res.Skipped, "ms", res.DurationMS, "already", res.Already)
-	return x.commitSetup(ctx, ev)
+	return x.commitSetup(ctx, ev, nil)
 }
 
-// commitSetup commits setup.ended and marks the setup done.
-func (x *execution) commitSetup(ctx context.Context, ev run.SetupEnded) error {
-	x.st.Setup = true
+// commitSetup commits setup.ended and marks the setup done, failed with
+// runErr when it is not nil (the run is to end with it).
+func (x *execution) commitSetup(ctx context.Context, ev run.SetupEnded, runErr *run.Error) error {
+	x.st.Setup, x.st.SetupError = true, runErr
 	err := x.commit(ctx, store.Step{WhileRunning: true}, newEvent(run.EventSetupEnded, ev))
 	if errors.Is(err, store.ErrRunEnded) {
 		return x.end(ctx, store.StatusCancelled, "", nil)
@@ -96,11 +105,12 @@ func (x *execution) setupFailed(ctx context.Context, ev run.SetupEnded, why stri
 	if ev.ExitCode == 0 && !ev.TimedOut {
 		ev.ExitCode = -1 // it never ran to an exit
 	}
-	if err := x.commitSetup(ctx, ev); err != nil || x.st.Ended != nil {
+	runErr := &run.Error{Code: run.CodeSetupFailed, Message: why}
+	if err := x.commitSetup(ctx, ev, runErr); err != nil || x.st.Ended != nil {
 		return err
 	}
 	x.r.log.Warn("setup failed", "run_id", x.run.ID, "exit_code", ev.ExitCode, "timed_out", ev.TimedOut)
-	return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeSetupFailed, Message: why})
+	return x.end(ctx, store.StatusFailed, "", runErr)
 }
 
 // runSetup reads the values of the secrets s lists and has the run's

@@ -282,3 +282,40 @@ func TestSetupSkippedOnAWarmFolder(t *testing.T) {
 	setUp("the new value again", a, true, 2)
 	setUp("another command", b, false, 3)
 }
+
+// TestFailedSetupEndsTheRunInTheNextInvocation: an invocation that dies
+// after it committed the failed setup.ended, before run.ended, leaves the
+// run to the next, which ends it setup_failed without calling the model.
+func TestFailedSetupEndsTheRunInTheNextInvocation(t *testing.T) {
+	t.Parallel()
+	s := newSetupEnv(t, envThenAnswer)
+	d := s.fleet(s.fleetWithSetup("setup-dies", `echo broken; exit 9`, ""))
+	id := s.start(d, "go")
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.onNote = func(n runner.Note) {
+		if n.Event != nil && n.Event.Type == afrun.EventSetupEnded {
+			cancel()
+		}
+	}
+	if err := s.runner.Run(first, id); err == nil {
+		t.Fatal("the cut invocation returned no error")
+	}
+	if mid, _ := s.store.GetRun(ctx, id); mid.Status.Terminal() {
+		t.Fatalf("after the cut invocation the run is %s, want it still running", mid.Status)
+	}
+	s.onNote = nil
+	if err := s.runner.Run(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	run, end := s.ended(id)
+	if run.Status != store.StatusFailed || end.Error == nil || end.Error.Code != afrun.CodeSetupFailed || !strings.Contains(end.Error.Message, "code 9") {
+		t.Fatalf("run %s, ended %+v; want failed with %s", run.Status, end, afrun.CodeSetupFailed)
+	}
+	if s.modelHit != 0 {
+		t.Errorf("the model was called %d times, want none", s.modelHit)
+	}
+	if n := len(s.setupEvents(id)); n != 1 {
+		t.Errorf("%d setup.ended events, want 1", n)
+	}
+}

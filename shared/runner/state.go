@@ -48,6 +48,11 @@ type state struct {
 	// Setup is set by the step that commits setup.ended: the fleet's setup
 	// step ran (or was skipped) and is not run again.
 	Setup bool `json:"setup,omitempty"`
+	// SetupError is why the run is to fail when the setup step failed
+	// (CodeSetupFailed), set with Setup: an invocation that finds it set
+	// ends the run with it, never calling the model. Its message is
+	// made of the screened output, and screened again with run.ended.
+	SetupError *run.Error `json:"setup_error,omitempty"`
 	// Ended is set by the step that commits run.ended; the status move
 	// that follows it may still be pending when the invocation died.
 	Ended *run.RunEnded `json:"ended,omitempty"`
