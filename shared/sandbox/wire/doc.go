@@ -19,6 +19,9 @@
 //	                        → 413 body larger than MaxBodyBytes
 //	                        → 422 Idempotency-Key reused for a different call
 //	                        → 500 the tool failed inside sandboxd
+//	POST /v1/setup          Authorization: Bearer TOKEN; body SetupRequest
+//	                        → 200 SetupResult; 400, 401, 404 (no setup step
+//	                          here), 409 (another setup ran), 500 (see setup.go)
 //
 // Every answer is JSON (Content-Type application/json). Every status but
 // 200 has the body ErrorBody, {"error": "…"}, whose words are for the
