@@ -169,3 +169,23 @@ ENTRYPOINT ["/usr/local/bin/sandboxd"]
 		t.Error("a shell-form CMD gave a config")
 	}
 }
+
+// TestSandboxOf: RunTask's taskDefinition (ARN, family:revision or
+// family) finds its own task definition, never a family that merely
+// begins the same.
+func TestSandboxOf(t *testing.T) {
+	t.Parallel()
+	const prefix = "arn:aws:ecs:us-east-1:1:task-definition/"
+	plain := &sandboxContainer{id: "Plain", family: "Agentsfleet-sandbox", taskDef: prefix + "Agentsfleet-sandbox:1"}
+	browsing := &sandboxContainer{id: "Browser", family: "Agentsfleet-sandbox-browser", taskDef: prefix + "Agentsfleet-sandbox-browser:1"}
+	d := &Deployment{sandboxes: map[string]*sandboxContainer{plain.taskDef: plain, browsing.taskDef: browsing}}
+	for td, want := range map[string]*sandboxContainer{
+		prefix + "Agentsfleet-sandbox:1": plain, "Agentsfleet-sandbox:1": plain, "Agentsfleet-sandbox": plain,
+		prefix + "Agentsfleet-sandbox-browser:1": browsing, "Agentsfleet-sandbox-browser:1": browsing, "Agentsfleet-sandbox-browser": browsing,
+		"Agentsfleet-sandbox:2": nil, "Agentsfleet": nil, "": nil,
+	} {
+		if got := d.sandboxOf(td); got != want {
+			t.Errorf("sandboxOf(%q) = %v, want %v", td, got, want)
+		}
+	}
+}
