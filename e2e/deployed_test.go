@@ -26,47 +26,79 @@ import (
 	afdeploy "github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/store"
+	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
 var (
-	synthOnce sync.Once
-	synthErr  error
-	template  string
+	lambdasOnce sync.Once
+	lambdasErr  error
+	synthMu     sync.Mutex
+	synths      = map[string]*synthesis{}
 )
 
-// synthesized builds every function's bootstrap as `make lambdas` does,
-// but for this machine's architecture, and synthesizes the stack over
-// them as `make synth` does (the OpenAI-compatible provider, so that a
-// local fake answers for the model), once for the package's tests.
-func synthesized(t testing.TB) string {
+// synthesis is one synthesized template, made once for the package's tests.
+type synthesis struct {
+	once     sync.Once
+	template string
+	err      error
+}
+
+// synthesized is the stack as `make synth` writes it by default (see
+// synthesize).
+func synthesized(t testing.TB) string { return synthesize(t, "cdk.out") }
+
+// synthesize builds every function's bootstrap as `make lambdas` does,
+// but for this machine's architecture (once for every template), and
+// synthesizes the stack over them as `make synth` does into bin's folder
+// out, with the OpenAI-compatible provider (so that a local fake answers
+// for the model) and the CDK context values context ("key=value"), once
+// for the package's tests.
+func synthesize(t testing.TB, out string, context ...string) string {
 	t.Helper()
-	synthOnce.Do(func() {
-		lambdas := filepath.Join(bin, "lambda")
+	lambdas := filepath.Join(bin, "lambda")
+	lambdasOnce.Do(func() {
 		for _, fn := range afdeploy.Functions {
 			cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w",
 				"-o", filepath.Join(lambdas, fn, "bootstrap"), "./functions/"+fn)
 			cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {
-				synthErr = fmt.Errorf("build %s: %v\n%s", fn, err, out)
+				lambdasErr = fmt.Errorf("build %s: %v\n%s", fn, err, out)
 				return
 			}
 		}
-		out := filepath.Join(bin, "cdk.out")
-		cmd := exec.Command("go", "run", ".", "-c", "lambdaDir="+lambdas, "-c", "modelProvider=openai", "-c", "model=e2e-model")
+	})
+	if lambdasErr != nil {
+		t.Fatal(lambdasErr)
+	}
+	synthMu.Lock()
+	s := synths[out]
+	if s == nil {
+		s = &synthesis{}
+		synths[out] = s
+	}
+	synthMu.Unlock()
+	s.once.Do(func() {
+		dir := filepath.Join(bin, out)
+		args := []string{"run", ".", "-c", "lambdaDir=" + lambdas, "-c", "modelProvider=openai", "-c", "model=e2e-model"}
+		for _, c := range context {
+			args = append(args, "-c", c)
+		}
+		cmd := exec.Command("go", args...)
 		cmd.Dir = filepath.Join(root, "infra")
-		cmd.Env = append(os.Environ(), "CDK_OUTDIR="+out, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
+		cmd.Env = append(os.Environ(), "CDK_OUTDIR="+dir, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			synthErr = fmt.Errorf("synthesize the stack: %v\n%s", err, b)
+			s.err = fmt.Errorf("synthesize the stack (%s): %v\n%s", strings.Join(context, " "), err, b)
 			return
 		}
-		template = filepath.Join(out, "Agentsfleet.template.json")
+		s.template = filepath.Join(dir, "Agentsfleet.template.json")
 	})
-	if synthErr != nil {
-		t.Fatal(synthErr)
+	if s.err != nil {
+		t.Fatal(s.err)
 	}
-	return template
+	return s.template
 }
 
 // deployed is the stack on this machine, with the fakes of what lies
@@ -74,20 +106,28 @@ func synthesized(t testing.TB) string {
 type deployed struct {
 	*deployment.Deployment
 	dir   string // the sandbox tasks' folders: task-*/work is a task's workdir
+	moto  string // moto's endpoint, for what a test reads there itself
 	key   string
 	log   *syncBuffer
 	model *modelFake
 	slack *slackFake
 }
 
-// deploy starts moto and the deployment of the synthesized template, with
-// the model, Slack and the web behind local fakes: the only settings
-// added to the template's are the SDKs' own endpoints and the web tools'
-// test escape hatch (the outside server, for webtools' fetches and the
-// runner's callbacks).
+// deploy starts moto and the deployment of the default synthesized
+// template (see deployTemplate).
 func deploy(t testing.TB, outside *httptest.Server, extra map[string]map[string]string, convs ...conversation) *deployed {
 	t.Helper()
-	tmpl := synthesized(t)
+	return deployTemplate(t, synthesized(t), outside, extra, convs...)
+}
+
+// deployTemplate starts moto and the deployment of template tmpl, with the
+// model, Slack and the web behind local fakes: the only settings added to
+// the template's are the SDKs' own endpoints and the test escape hatch
+// (the outside server, for webtools' fetches, the runner's callbacks and
+// the sandboxes' browser), which no deployment sets. The sandbox tasks'
+// browser is this machine's Chromium, when it has one.
+func deployTemplate(t testing.TB, tmpl string, outside *httptest.Server, extra map[string]map[string]string, convs ...conversation) *deployed {
+	t.Helper()
 	moto, err := emulator.Start(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +149,7 @@ func deploy(t testing.TB, outside *httptest.Server, extra map[string]map[string]
 			env[fn][k] = v
 		}
 	}
+	chromium, _ := browser.FindChromium() // none: a task of the browser image fails to start, saying so
 	// The sandboxes' folders: their commands' user must reach them.
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {
@@ -119,13 +160,15 @@ func deploy(t testing.TB, outside *httptest.Server, extra map[string]map[string]
 		Secrets: map[string]string{"SlackSigningSecret": signing, "SlackBotToken": botToken,
 			"ModelKeys": `{"OPENAI_API_KEY":"sk-e2e-deployed","ANTHROPIC_API_KEY":""}`},
 		Env:        env,
+		TaskEnv:    map[string]string{egress.AllowEnv: allow},
+		Browser:    chromium,
 		RetryDelay: 500 * time.Millisecond,
 		Log:        dp.log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp.Deployment, dp.dir = d, dir
+	dp.Deployment, dp.dir, dp.moto = d, dir, moto.Endpoint
 	t.Cleanup(func() {
 		d.Close()
 		if t.Failed() {
@@ -154,11 +197,18 @@ func deploy(t testing.TB, outside *httptest.Server, extra map[string]map[string]
 	return dp
 }
 
-// call sends one request through the HTTP API and decodes its JSON answer.
+// call sends one request through the HTTP API with the first API key and
+// decodes its JSON answer.
 func (dp *deployed) call(t testing.TB, method, path, contentType string, body []byte, want int) map[string]any {
 	t.Helper()
+	return dp.callAs(t, dp.key, method, path, contentType, body, want)
+}
+
+// callAs is call with the API key key.
+func (dp *deployed) callAs(t testing.TB, key, method, path, contentType string, body []byte, want int) map[string]any {
+	t.Helper()
 	req, _ := http.NewRequest(method, dp.URL()+path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+dp.key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -67,6 +67,24 @@ type modelFake struct {
 	requests int
 	problems []string
 	calls    int
+	seen     []chatRequest // every request answered, in order
+}
+
+// received is every request the fake answered whose messages hold
+// marker, in order.
+func (f *modelFake) received(marker string) []chatRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []chatRequest
+	for _, r := range f.seen {
+		for _, m := range r.Messages {
+			if strings.Contains(text(m.Content), marker) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func newModelFake(t testing.TB, convs ...conversation) *modelFake {
@@ -124,6 +142,7 @@ func (f *modelFake) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests++
 	n := f.requests
+	f.seen = append(f.seen, req)
 	f.mu.Unlock()
 
 	w.Header().Set("Content-Type", "text/event-stream")

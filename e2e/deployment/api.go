@@ -372,4 +372,10 @@ func (d *Deployment) functionARN(name string) string {
 	return d.arn("lambda", "function:"+name)
 }
 
-func (d *Deployment) taskRoles() []string { return d.sandbox.roles }
+// taskRoles are the roles RunTask of task definition td passes to ECS.
+func (d *Deployment) taskRoles(td string) []string {
+	if sb := d.sandboxOf(td); sb != nil {
+		return sb.roles
+	}
+	return nil
+}

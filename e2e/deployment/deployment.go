@@ -4,12 +4,13 @@
 // for this machine) under a Lambda Runtime API the harness serves, with
 // exactly the environment the template gives it, its Refs and GetAtts
 // resolved to resources the harness makes in moto (the table, bucket,
-// secrets, schedule group, queues, ECS cluster and task definition). Lambda
+// secrets, schedule group, queues, ECS cluster and task definitions). Lambda
 // Invoke between functions (RequestResponse and Event, with the template's
 // retries and on-failure destination) reaches those processes by function
 // name; HTTP requests reach the functions by the template's API Gateway
 // routes as payload format 2.0 events; the sandbox tasks the runner starts
-// in moto's ECS get the real sandboxd, started with the image's command.
+// in moto's ECS get the real sandboxd, started with the command of their
+// task definition's image (the stage of the Dockerfile its asset builds).
 // Every AWS request a function makes is recorded, so that a test can check
 // it against the function's IAM statements in the template.
 //
@@ -26,7 +27,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +64,14 @@ type Options struct {
 	// beyond the template's: the SDKs' own endpoints (OPENAI_BASE_URL) and
 	// the test escape hatch, which no deployment has.
 	Env map[string]map[string]string
+	// TaskEnv adds settings to every sandbox task's sandboxd, beyond its
+	// image's and its task definition's: the test escape hatch, which no
+	// deployment gives its tasks.
+	TaskEnv map[string]string
+	// Browser is this machine's Chromium, run where a task definition's
+	// command has sandboxd serve --browser (the browser image's own
+	// Chromium). Empty keeps the image's path, which must then exist here.
+	Browser string
 	// Dir holds the tasks' folders.
 	Dir string
 	// RetryDelay is the wait before an asynchronous invocation's first
@@ -92,9 +100,9 @@ type Deployment struct {
 	secrets   map[string]string    // name → ARN
 	queues    map[string]string    // queue URL → ARN
 	policies  map[string][]statement
-	hashKeys  map[string]string    // table ARN, or table ARN/index/NAME → its partition key's attribute
-	own       map[string][2]string // the template's own schedules: group and name, by logical id
-	sandbox   sandboxContainer
+	hashKeys  map[string]string            // table ARN, or table ARN/index/NAME → its partition key's attribute
+	own       map[string][2]string         // the template's own schedules: group and name, by logical id
+	sandboxes map[string]*sandboxContainer // by task definition ARN
 	gateway   *gateway
 	tasks     *tasks
 
@@ -104,14 +112,16 @@ type Deployment struct {
 	logMu     sync.Mutex
 }
 
-// sandboxContainer is the task definition's sandboxd container, as the
-// image runs it.
+// sandboxContainer is a task definition's sandboxd container, as its image
+// runs it.
 type sandboxContainer struct {
+	id      string // the task definition's logical id
 	name    string
-	command []string // the image's CMD, after its ENTRYPOINT's sandboxd
-	env     []string
-	taskDef string // the task definition's ARN
-	roles   []string
+	command []string // its image's CMD (or the container's Command), after its ENTRYPOINT's sandboxd
+	env     []string // its image's ENV, then the container's environment
+	taskDef string   // the task definition's ARN
+	family  string
+	roles   []string // the roles RunTask passes to ECS
 }
 
 // Start makes the template's resources in moto and starts its functions'
@@ -128,7 +138,7 @@ func Start(ctx context.Context, o Options) (_ *Deployment, err error) {
 		return nil, err
 	}
 	d := &Deployment{opts: o, t: t, region: "us-east-1", account: "123456789012",
-		functions: map[string]*function{}, byName: map[string]*function{}, secrets: map[string]string{},
+		functions: map[string]*function{}, sandboxes: map[string]*sandboxContainer{}, byName: map[string]*function{}, secrets: map[string]string{},
 		queues: map[string]string{}, policies: map[string][]statement{}, hashKeys: map[string]string{}, own: map[string][2]string{}, closed: make(chan struct{}),
 		moto: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 	d.vs = &values{region: d.region, account: d.account, refs: map[string]string{}, attrs: map[string]string{}}
@@ -155,7 +165,7 @@ func Start(ctx context.Context, o Options) (_ *Deployment, err error) {
 	}
 	// Resources in the order their references need them.
 	for _, step := range []func(context.Context) error{d.makeNamed, d.makeNetwork, d.makeTable, d.makeBuckets, d.makeSecrets,
-		d.makeQueues, d.makeScheduleGroups, d.makeCluster, d.makeTaskDefinition, d.makeFunctions, d.makeSchedules,
+		d.makeQueues, d.makeScheduleGroups, d.makeCluster, d.makeTaskDefinitions, d.makeFunctions, d.makeSchedules,
 		d.readPolicies, d.readEventConfigs, d.makeGateway} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -610,17 +620,70 @@ func (d *Deployment) Environment(short string) (map[string]string, error) {
 	return props.Environment.Variables, nil
 }
 
-var cmdRE = regexp.MustCompile(`(?m)^(CMD|ENTRYPOINT|ENV)\s+(.*)$`)
-
-// makeTaskDefinition registers the sandbox task definition in moto as the
-// template has it, and reads how its image runs sandboxd: the CMD and ENV
-// of the image's Dockerfile (the image asset beside the template).
-func (d *Deployment) makeTaskDefinition(ctx context.Context) error {
+// makeTaskDefinitions registers each sandbox task definition in moto as
+// the template has it, and reads how its image runs sandboxd: the
+// ENTRYPOINT, CMD and ENV of the stage of the Dockerfile its image asset
+// builds (the asset beside the template that the container's image names).
+func (d *Deployment) makeTaskDefinitions(ctx context.Context) error {
 	ids := d.t.ofType("AWS::ECS::TaskDefinition")
-	if len(ids) != 1 {
-		return fmt.Errorf("the template has %d task definitions, want the sandbox's alone", len(ids))
+	if len(ids) == 0 {
+		return fmt.Errorf("the template has no task definition: want the sandbox's")
 	}
-	id := ids[0]
+	images, err := d.imageAssets()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := d.makeTaskDefinition(ctx, id, images); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// imageAsset is a docker image asset of the assets manifest: the folder
+// beside the template holding its build context, its Dockerfile there, and
+// the stage it builds ("" for the last).
+type imageAsset struct {
+	dir, dockerfile, target string
+}
+
+// imageAssets are the docker image assets of the manifests beside the
+// template, by their hash (the tag the template's image URIs name).
+func (d *Deployment) imageAssets() (map[string]imageAsset, error) {
+	dir := filepath.Dir(d.opts.Template)
+	manifests, _ := filepath.Glob(filepath.Join(dir, "*.assets.json"))
+	out := map[string]imageAsset{}
+	for _, m := range manifests {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return nil, err
+		}
+		var a struct {
+			DockerImages map[string]struct {
+				Source struct{ Directory, DockerFile, DockerBuildTarget string }
+			}
+		}
+		if err := json.Unmarshal(b, &a); err != nil {
+			return nil, fmt.Errorf("%s: %w", m, err)
+		}
+		for hash, img := range a.DockerImages {
+			f := img.Source.DockerFile
+			if f == "" {
+				f = "Dockerfile"
+			}
+			out[hash] = imageAsset{dir: filepath.Join(dir, img.Source.Directory), dockerfile: f, target: img.Source.DockerBuildTarget}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no docker image asset beside %s", d.opts.Template)
+	}
+	return out, nil
+}
+
+// makeTaskDefinition registers task definition id and reads its sandboxd
+// container; images are the assets its image may come from.
+func (d *Deployment) makeTaskDefinition(ctx context.Context, id string, images map[string]imageAsset) error {
 	p, err := d.vs.props(d.t, id)
 	if err != nil {
 		return err
@@ -636,6 +699,9 @@ func (d *Deployment) makeTaskDefinition(ctx context.Context) error {
 	if err := remarshal(in, &input); err != nil {
 		return fmt.Errorf("task definition %s: %w", id, err)
 	}
+	if len(input.ContainerDefinitions) != 1 {
+		return fmt.Errorf("task definition %s has %d containers, want sandboxd's alone", id, len(input.ContainerDefinitions))
+	}
 	// moto's RunTask fails (500) on a container without memory of its
 	// own, which Fargate does not need: give it the task's, in moto only.
 	var taskMemory int32
@@ -645,85 +711,67 @@ func (d *Deployment) makeTaskDefinition(ctx context.Context) error {
 			input.ContainerDefinitions[i].Memory = aws.Int32(taskMemory)
 		}
 	}
+	cd := input.ContainerDefinitions[0]
+	// The image URI is the assets' repository, tagged with the asset's hash.
+	image := aws.ToString(cd.Image)
+	asset, ok := images[image[strings.LastIndex(image, ":")+1:]]
+	if !ok {
+		return fmt.Errorf("task definition %s: its image %s is none of the docker image assets beside the template", id, image)
+	}
+	b, err := os.ReadFile(filepath.Join(asset.dir, asset.dockerfile))
+	if err != nil {
+		return fmt.Errorf("task definition %s: its image's Dockerfile: %w", id, err)
+	}
+	img, err := stageConfig(string(b), asset.target)
+	if err != nil {
+		return fmt.Errorf("task definition %s: its image's Dockerfile %s: %w", id, asset.dockerfile, err)
+	}
 	out, err := ecs.NewFromConfig(d.aws).RegisterTaskDefinition(ctx, &input)
 	if err != nil {
 		return fmt.Errorf("register task definition %s: %w", id, err)
 	}
 	arn := aws.ToString(out.TaskDefinition.TaskDefinitionArn)
 	d.vs.refs[id] = arn
-	d.sandbox.taskDef = arn
+	sb := &sandboxContainer{id: id, name: aws.ToString(cd.Name), taskDef: arn, family: aws.ToString(out.TaskDefinition.Family)}
 	for _, r := range []string{aws.ToString(input.ExecutionRoleArn), aws.ToString(input.TaskRoleArn)} {
 		if r != "" {
-			d.sandbox.roles = append(d.sandbox.roles, r)
+			sb.roles = append(sb.roles, r)
 		}
 	}
-	if len(input.ContainerDefinitions) != 1 {
-		return fmt.Errorf("task definition %s has %d containers, want sandboxd's alone", id, len(input.ContainerDefinitions))
+	// The image's ENV first: the task definition's environment wins.
+	for _, e := range img.env {
+		if !strings.HasPrefix(e, "HOME=") { // the harness gives each task a HOME of its own
+			sb.env = append(sb.env, e)
+		}
 	}
-	cd := input.ContainerDefinitions[0]
-	d.sandbox.name = aws.ToString(cd.Name)
 	for _, e := range cd.Environment {
-		d.sandbox.env = append(d.sandbox.env, aws.ToString(e.Name)+"="+aws.ToString(e.Value))
+		sb.env = append(sb.env, aws.ToString(e.Name)+"="+aws.ToString(e.Value))
 	}
-	dockerfile, err := d.imageDockerfile()
-	if err != nil {
-		return err
-	}
-	var entry, cmd []string
-	for _, m := range cmdRE.FindAllStringSubmatch(dockerfile, -1) {
-		switch m[1] {
-		case "ENV":
-			if k, v, ok := strings.Cut(strings.TrimSpace(m[2]), "="); ok && k != "HOME" {
-				d.sandbox.env = append(d.sandbox.env, k+"="+v)
-			}
-		case "ENTRYPOINT":
-			entry = nil
-			json.Unmarshal([]byte(m[2]), &entry)
-		case "CMD":
-			cmd = nil
-			json.Unmarshal([]byte(m[2]), &cmd)
-		}
-	}
+	cmd := img.cmd
 	if len(cd.Command) > 0 {
 		cmd = cd.Command
 	}
-	if len(entry) == 0 || filepath.Base(entry[len(entry)-1]) != "sandboxd" || len(cmd) == 0 {
-		return fmt.Errorf("the sandbox image's ENTRYPOINT %q and CMD %q do not run sandboxd", entry, cmd)
+	entry := img.entrypoint
+	if len(cd.EntryPoint) > 0 {
+		entry = cd.EntryPoint
 	}
-	d.sandbox.command = cmd
+	if len(entry) == 0 || filepath.Base(entry[len(entry)-1]) != "sandboxd" || len(cmd) == 0 {
+		return fmt.Errorf("task definition %s: its image's ENTRYPOINT %q and CMD %q do not run sandboxd", id, entry, cmd)
+	}
+	sb.command = cmd
+	d.sandboxes[arn] = sb
 	return nil
 }
 
-// imageDockerfile is the sandbox image asset's Dockerfile.
-func (d *Deployment) imageDockerfile() (string, error) {
-	dir := filepath.Dir(d.opts.Template)
-	manifests, _ := filepath.Glob(filepath.Join(dir, "*.assets.json"))
-	for _, m := range manifests {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			return "", err
-		}
-		var a struct {
-			DockerImages map[string]struct {
-				Source struct{ Directory, DockerFile string }
-			}
-		}
-		if err := json.Unmarshal(b, &a); err != nil {
-			return "", fmt.Errorf("%s: %w", m, err)
-		}
-		for _, img := range a.DockerImages {
-			f := img.Source.DockerFile
-			if f == "" {
-				f = "Dockerfile"
-			}
-			b, err := os.ReadFile(filepath.Join(dir, img.Source.Directory, f))
-			if err != nil {
-				return "", fmt.Errorf("the sandbox image's Dockerfile: %w", err)
-			}
-			return string(b), nil
+// sandboxOf is the sandbox task definition td names (its ARN, family:revision
+// or family), or nil.
+func (d *Deployment) sandboxOf(td string) *sandboxContainer {
+	for arn, sb := range d.sandboxes {
+		if td == arn || td == sb.family || strings.HasSuffix(arn, "/"+td) {
+			return sb
 		}
 	}
-	return "", fmt.Errorf("no docker image asset beside %s", d.opts.Template)
+	return nil
 }
 
 // makeSchedules creates the template's own schedules (the sweeper's) in

@@ -2,6 +2,9 @@ package deployment
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -96,5 +99,93 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := vs.resolve(map[string]any{"Ref": "Missing"}); err == nil {
 		t.Error("a Ref to a resource the harness never made resolved")
+	}
+}
+
+// TestStageConfig: an image built from a stage runs what that stage has,
+// after what it inherits from its base stage: the sandbox image's default
+// build (the last stage) has no --browser, its browser target has one,
+// both with the base's ENTRYPOINT and ENV; a HEALTHCHECK's CMD is none.
+func TestStageConfig(t *testing.T) {
+	t.Parallel()
+	real, err := os.ReadFile(filepath.Join("..", "..", "sandboximage", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const synthetic = `ARG V=1
+FROM golang:${V} AS build
+CMD ["build"]
+FROM debian AS base
+ENV A=1 B="two words"
+ENV C 3
+HEALTHCHECK --interval=1s \
+  CMD ["/bin/health"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/sandboxd"]
+CMD ["serve", "--listen", ":8080"]
+FROM base AS inherits
+RUN true
+FROM base AS own
+# a comment
+ENV A=4
+CMD ["serve", \
+     "--browser", "/usr/bin/chromium"]
+FROM base AS entry
+ENTRYPOINT ["/usr/local/bin/sandboxd"]
+`
+	for _, c := range []struct {
+		dockerfile, target string
+		entry, cmd, env    string
+	}{
+		{string(real), "", "/usr/bin/tini -- /usr/local/bin/sandboxd", "", "HOME=/agent"},
+		{string(real), "browser", "/usr/bin/tini -- /usr/local/bin/sandboxd", "--browser /usr/bin/chromium", "HOME=/agent"},
+		{string(real), "sandbox", "/usr/bin/tini -- /usr/local/bin/sandboxd", "", "HOME=/agent"},
+		{synthetic, "inherits", "/usr/bin/tini -- /usr/local/bin/sandboxd", "serve --listen :8080", "A=1 B=two words C=3"},
+		{synthetic, "own", "/usr/bin/tini -- /usr/local/bin/sandboxd", "serve --browser /usr/bin/chromium", "A=1 B=two words C=3 A=4"},
+		{synthetic, "", "/usr/local/bin/sandboxd", "", "A=1 B=two words C=3"},
+		{synthetic, "build", "", "build", ""},
+	} {
+		got, err := stageConfig(c.dockerfile, c.target)
+		if err != nil {
+			t.Errorf("stage %q: %v", c.target, err)
+			continue
+		}
+		entry, cmd, env := strings.Join(got.entrypoint, " "), strings.Join(got.cmd, " "), strings.Join(got.env, " ")
+		if entry != c.entry || env != c.env {
+			t.Errorf("stage %q: ENTRYPOINT %q, ENV %q; want %q, %q", c.target, entry, env, c.entry, c.env)
+		}
+		if c.dockerfile == string(real) {
+			// The real image's CMD is sandboxd serve; only the browser has --browser.
+			if !strings.HasPrefix(cmd, "serve ") || strings.Contains(cmd, "--browser") != (c.target == "browser") {
+				t.Errorf("stage %q: CMD %q, want serve, with --browser in the browser stage alone", c.target, cmd)
+			}
+		} else if cmd != c.cmd {
+			t.Errorf("stage %q: CMD %q, want %q", c.target, cmd, c.cmd)
+		}
+	}
+	if _, err := stageConfig(synthetic, "missing"); err == nil {
+		t.Error("an unknown target gave a config")
+	}
+	if _, err := stageConfig("FROM x\nCMD serve --listen :1\n", ""); err == nil {
+		t.Error("a shell-form CMD gave a config")
+	}
+}
+
+// TestSandboxOf: RunTask's taskDefinition (ARN, family:revision or
+// family) finds its own task definition, never a family that merely
+// begins the same.
+func TestSandboxOf(t *testing.T) {
+	t.Parallel()
+	const prefix = "arn:aws:ecs:us-east-1:1:task-definition/"
+	plain := &sandboxContainer{id: "Plain", family: "Agentsfleet-sandbox", taskDef: prefix + "Agentsfleet-sandbox:1"}
+	browsing := &sandboxContainer{id: "Browser", family: "Agentsfleet-sandbox-browser", taskDef: prefix + "Agentsfleet-sandbox-browser:1"}
+	d := &Deployment{sandboxes: map[string]*sandboxContainer{plain.taskDef: plain, browsing.taskDef: browsing}}
+	for td, want := range map[string]*sandboxContainer{
+		prefix + "Agentsfleet-sandbox:1": plain, "Agentsfleet-sandbox:1": plain, "Agentsfleet-sandbox": plain,
+		prefix + "Agentsfleet-sandbox-browser:1": browsing, "Agentsfleet-sandbox-browser:1": browsing, "Agentsfleet-sandbox-browser": browsing,
+		"Agentsfleet-sandbox:2": nil, "Agentsfleet": nil, "": nil,
+	} {
+		if got := d.sandboxOf(td); got != want {
+			t.Errorf("sandboxOf(%q) = %v, want %v", td, got, want)
+		}
 	}
 }

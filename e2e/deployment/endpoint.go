@@ -234,7 +234,7 @@ func (d *Deployment) classify(svc string, r *http.Request, body []byte) ([]Call,
 			c.Resource = []string{td}
 			// RunTask passes the task definition's roles to ECS, and tags
 			// the task it creates.
-			for _, role := range d.taskRoles() {
+			for _, role := range d.taskRoles(str(js, "taskDefinition")) {
 				extra = append(extra, Call{Action: "iam:PassRole", Resource: []string{role},
 					Context: map[string]string{"iam:PassedToService": "ecs-tasks.amazonaws.com"}})
 			}

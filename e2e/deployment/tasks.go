@@ -42,6 +42,7 @@ type tasks struct {
 // task is one sandbox task and its sandboxd.
 type task struct {
 	arn, eni, addr string
+	sandbox        *sandboxContainer // its task definition's
 	cluster        string
 	public         bool
 	stopping       atomic.Bool
@@ -79,8 +80,9 @@ func (ts *tasks) after(e *endpoint, call Call, reqBody, respBody []byte) []byte 
 }
 
 type ecsTask struct {
-	TaskArn     string `json:"taskArn"`
-	Attachments []struct {
+	TaskArn           string `json:"taskArn"`
+	TaskDefinitionArn string `json:"taskDefinitionArn"`
+	Attachments       []struct {
 		Details []struct {
 			Name  string `json:"name"`
 			Value string `json:"value"`
@@ -91,8 +93,9 @@ type ecsTask struct {
 // run starts a sandboxd for each task RunTask started.
 func (ts *tasks) run(reqBody, respBody []byte) error {
 	var req struct {
-		Cluster   string `json:"cluster"`
-		Overrides struct {
+		Cluster        string `json:"cluster"`
+		TaskDefinition string `json:"taskDefinition"`
+		Overrides      struct {
 			ContainerOverrides []struct {
 				Name        string `json:"name"`
 				Environment []struct {
@@ -116,7 +119,11 @@ func (ts *tasks) run(reqBody, respBody []byte) error {
 	if err := json.Unmarshal(respBody, &resp); err != nil {
 		return err
 	}
-	container := ts.d.sandbox
+	// Each task runs its own task definition's container.
+	container := ts.d.sandboxOf(req.TaskDefinition)
+	if container == nil {
+		return fmt.Errorf("RunTask of %q, which is none of the template's task definitions", req.TaskDefinition)
+	}
 	env := append([]string(nil), container.env...)
 	for _, o := range req.Overrides.ContainerOverrides {
 		if o.Name != container.name {
@@ -126,8 +133,14 @@ func (ts *tasks) run(reqBody, respBody []byte) error {
 			env = append(env, e.Name+"="+e.Value)
 		}
 	}
+	for k, v := range ts.d.opts.TaskEnv {
+		env = append(env, k+"="+v)
+	}
 	for _, t := range resp.Tasks {
-		tk := &task{arn: t.TaskArn, cluster: req.Cluster, public: req.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIP == "ENABLED", exited: make(chan struct{})}
+		if t.TaskDefinitionArn != "" && t.TaskDefinitionArn != container.taskDef {
+			return fmt.Errorf("task %s: RunTask of %s started it from %s", t.TaskArn, container.taskDef, t.TaskDefinitionArn)
+		}
+		tk := &task{arn: t.TaskArn, sandbox: container, cluster: req.Cluster, public: req.NetworkConfiguration.AwsvpcConfiguration.AssignPublicIP == "ENABLED", exited: make(chan struct{})}
 		ts.mu.Lock()
 		ts.next++
 		tk.addr = fmt.Sprintf("127.0.%d.%d", 100+ts.next/250, 1+ts.next%250)
@@ -157,13 +170,14 @@ func (ts *tasks) run(reqBody, respBody []byte) error {
 
 var listenRE = regexp.MustCompile(`^(.*):([0-9]+)$`)
 
-// start runs sandboxd for tk as the image would, with the task
+// start runs sandboxd for tk as the image would, with its task
 // definition's command: its --listen address on the task's own loopback
 // address, the image's folders (/work, /agent, /data, /workspace) made in
-// a folder of the task's own, and its --user kept when the harness runs as
-// root (the folders are then that user's), else this user's.
+// a folder of the task's own, its --browser this machine's Chromium
+// (Options.Browser), and its --user kept when the harness runs as root
+// (the folders are then that user's), else this user's.
 func (ts *tasks) start(tk *task, env []string) error {
-	c := ts.d.sandbox
+	c := tk.sandbox
 	dir, err := os.MkdirTemp(ts.d.dir, "task-")
 	if err != nil {
 		return err
@@ -181,6 +195,16 @@ func (ts *tasks) start(tk *task, env []string) error {
 				return fmt.Errorf("the task definition's --listen %q has no port", c.command[i+1])
 			}
 			args = append(args, a, net.JoinHostPort(tk.addr, m[2]))
+			i++
+		case a == "--browser" && i+1 < len(c.command):
+			chromium := ts.d.opts.Browser
+			if chromium == "" {
+				chromium = c.command[i+1]
+			}
+			if _, err := os.Stat(chromium); err != nil {
+				return fmt.Errorf("task definition %s runs sandboxd with --browser %s: no such Chromium on this machine (Options.Browser): %w", c.id, c.command[i+1], err)
+			}
+			args = append(args, a, chromium)
 			i++
 		case a == "--user" && i+1 < len(c.command):
 			if uid == 0 {
