@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -56,20 +57,27 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	}
 	cmd.Dir = t.roots.Workdir()
 	cmd.Stdin = nil // /dev/null
+	return runGroup(ctx, "bash", cmd, t.timeout)
+}
 
+// runGroup runs cmd, from Policy.Command with its Dir and Stdin set, as
+// bash runs its command, and makes its result: the combined output, cut as
+// bash's, then the exit code, or what stopped it (the tool timeout, else
+// ctx). name starts a Go error.
+func runGroup(ctx context.Context, name string, cmd *exec.Cmd, ownTimeout time.Duration) (tool.Result, error) {
 	// One pipe for stdout and stderr keeps their order. sandboxd reads it
 	// itself (not os/exec), so a process holding it open cannot hold up
 	// the result past drainWait.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: pipe: %w", err)
+		return tool.Result{}, fmt.Errorf("%s: pipe: %w", name, err)
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	g, err := confine.StartGroup(cmd)
 	pw.Close()
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: start /bin/sh: %w", err)
+		return tool.Result{}, fmt.Errorf("%s: start /bin/sh: %w", name, err)
 	}
 	out := newCapture(sandbox.BashOutputHead, sandbox.BashOutputTail)
 	copied := make(chan struct{})
@@ -78,7 +86,7 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		close(copied)
 	}()
 
-	timeout := sandbox.ToolTimeout(ctx, t.timeout) // the call's, else the tool's own
+	timeout := sandbox.ToolTimeout(ctx, ownTimeout) // the call's, else the tool's own
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, errToolTimeout)
@@ -107,7 +115,7 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	}
 	code, err := exitCode(g.Err())
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: %w", err)
+		return tool.Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return tool.Result{Output: fmt.Sprintf("%s[exit code %d]", text, code), IsError: code != 0}, nil
 }

@@ -20,6 +20,10 @@
 //	                        → 422 Idempotency-Key reused for a different call
 //	                        → 500 the tool failed inside sandboxd
 //
+// A Definition's declared tools run through one tool of sandboxd's own,
+// POST /v1/tools/declared with DeclaredArgs (the runner's, offered to no
+// model; see DeclaredTool).
+//
 // Every answer is JSON (Content-Type application/json). Every status but
 // 200 has the body ErrorBody, {"error": "…"}, whose words are for the
 // caller and never an internal error's text. A tool's own failure that the
