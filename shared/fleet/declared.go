@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/toolbox"
 )
 
@@ -276,13 +277,13 @@ func (d *decoder) declaredSchema(at keyPath, name string, v any) json.RawMessage
 	if props, ok := m["properties"].(map[string]any); ok {
 		folded := map[string]string{}
 		for _, p := range sortedKeys(props) {
-			if msg := DeclaredArgProblem(p); msg != "" {
+			if msg := wire.ArgProblem(p); msg != "" {
 				d.probs.add(at.key("properties").key(p), "%s", msg)
 				continue
 			}
 			up := strings.ToUpper(p)
 			if other, dup := folded[up]; dup {
-				d.probs.add(at.key("properties").key(p), "parameters %q and %q differ only in case, so both would be the variable %s%s", other, p, DeclaredArgEnvPrefix, up)
+				d.probs.add(at.key("properties").key(p), "parameters %q and %q differ only in case, so both would be the variable %s%s", other, p, wire.DeclaredArgEnvPrefix, up)
 				continue
 			}
 			folded[up] = p
@@ -353,42 +354,6 @@ func jsonValue(v any, at string) (any, string) {
 		return out, ""
 	}
 	return nil, "a date or time" + where() + " is not a JSON value; write it as a string"
-}
-
-// DeclaredArgEnvPrefix starts the environment variable that carries each
-// top-level argument of a declared tool: AGENTSFLEET_ARG_ and the
-// argument's name in upper case. DeclaredArgsEnv carries them all, as JSON.
-const (
-	DeclaredArgEnvPrefix = "AGENTSFLEET_ARG_"
-	DeclaredArgsEnv      = "AGENTSFLEET_ARGS"
-)
-
-// DeclaredArgProblem says why an argument called name cannot reach a
-// declared tool's command as the variable DeclaredArgEnvPrefix+NAME, or
-// returns "": the name must be letters, digits and underscores, not
-// starting with a digit, and must not hold a word that makes the sandbox
-// keep the variable out (a name with TOKEN, SECRET or PASSWORD in it, or
-// ending in _KEY).
-func DeclaredArgProblem(name string) string {
-	const rule = "a parameter's name is also an environment variable's: letters, digits and underscores, not starting with a digit"
-	if name == "" || len(name) > 128 {
-		return fmt.Sprintf("%q cannot be a parameter name; %s, at most 128", clip(name), rule)
-	}
-	for i, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return fmt.Sprintf("%q cannot be a parameter name; %s", clip(name), rule)
-		}
-	}
-	up := DeclaredArgEnvPrefix + strings.ToUpper(name)
-	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD"} {
-		if strings.Contains(up, w) {
-			return fmt.Sprintf("%q cannot be a parameter name: the sandbox keeps variables whose name holds %s (here %s) out of every command's environment", name, w, up)
-		}
-	}
-	if strings.HasSuffix(up, "_KEY") {
-		return fmt.Sprintf("%q cannot be a parameter name: the sandbox keeps variables whose name ends in _KEY (here %s) out of every command's environment", name, up)
-	}
-	return ""
 }
 
 // Schema is a compiled JSON Schema of a declared tool's arguments. It is
