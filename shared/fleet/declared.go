@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
+	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/toolbox"
 )
 
@@ -549,4 +550,45 @@ func bareKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// Spec returns the contract the model is offered for t: its name,
+// description and parameters, and a Check that validates arguments against
+// the parameters (CompileSchema), refusing what does not conform with an
+// error result naming the tool and each failing place. It runs in the
+// sandbox and needs ScopeExecute. The error is CompileSchema's, which a
+// DeclaredTool from Parse never gives.
+func (t DeclaredTool) Spec() (tool.Spec, error) {
+	s, err := CompileSchema(t.Name, t.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("declared tool %s: parameters: %w", t.Name, err)
+	}
+	summary, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+	return declaredSpec{t: t, schema: s, info: tool.Info{Name: t.Name, RunsIn: InSandbox, Scope: ScopeExecute, Summary: summary}}, nil
+}
+
+// declaredSpec is a declared tool's tool.Spec.
+type declaredSpec struct {
+	t      DeclaredTool
+	schema *Schema
+	info   tool.Info
+}
+
+func (s declaredSpec) Name() string            { return s.t.Name }
+func (s declaredSpec) Description() string     { return s.t.Description }
+func (s declaredSpec) Schema() json.RawMessage { return s.t.Parameters }
+func (s declaredSpec) Info() tool.Info         { return s.info }
+
+// Check validates args against the parameters; empty args are {}.
+func (s declaredSpec) Check(args json.RawMessage) (tool.Result, bool) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if !wire.IsObject(args) {
+		return tool.Errorf("%s: the arguments must be one JSON object", s.t.Name), false
+	}
+	if msg := s.schema.Check(args); msg != "" {
+		return tool.Errorf("%s: the arguments do not match the tool's parameters: %s", s.t.Name, msg), false
+	}
+	return tool.Result{}, true
 }
