@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -80,5 +81,37 @@ func TestToolsListsDeclared(t *testing.T) {
 	}
 	if err := tools([]string{"-f", bad}, &out, browserEnv(browserOff)); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "may not shadow it") {
 		t.Fatalf("tools -f with a shadowing tool = %v", err)
+	}
+}
+
+// TestRunDeclaredTool: `agentsfleet run` runs a declared tool in its local
+// sandbox (the sandboxd binary), the arguments on stdin and in the
+// environment.
+func TestRunDeclaredTool(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	if err := os.WriteFile(filepath.Join(work, "notes.txt"), []byte("one two three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	def := filepath.Join(t.TempDir(), "words.toml")
+	os.WriteFile(def, []byte(`name = "words"
+instructions = "Count words."
+
+[[tools.declared]]
+name = "word_count"
+description = "Counts the words of a file."
+command = 'printf "%s %s " "$(cat)" "$AGENTSFLEET_ARG_PATH"; wc -w < "$AGENTSFLEET_ARG_PATH"'
+parameters = { type = "object", properties = { path = { type = "string" } }, required = ["path"] }
+`), 0o644)
+	script := filepath.Join(t.TempDir(), "script.toml")
+	os.WriteFile(script, []byte("[[turn]]\n[[turn.tool_call]]\nname = \"word_count\"\narguments = { path = \"notes.txt\" }\n[[turn]]\ntext = \"{{last_output}}\"\n"), 0o644)
+	var out, errOut bytes.Buffer
+	err := runCmd(context.Background(), []string{"-f", def, "--workdir", work, "--state", t.TempDir(), "go"}, &out, &errOut,
+		runEnv(map[string]string{"AGENTSFLEET_MODEL_SCRIPT": script}))
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	if want := `{"path":"notes.txt"} notes.txt 3` + "\n[exit code 0]"; !strings.Contains(out.String(), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out.String())
 	}
 }
