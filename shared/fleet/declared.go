@@ -14,7 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/toolbox"
 )
@@ -278,13 +278,13 @@ func (d *decoder) declaredSchema(at keyPath, name string, v any) json.RawMessage
 	if props, ok := m["properties"].(map[string]any); ok {
 		folded := map[string]string{}
 		for _, p := range sortedKeys(props) {
-			if msg := wire.ArgProblem(p); msg != "" {
+			if msg := sandbox.ArgProblem(p); msg != "" {
 				d.probs.add(at.key("properties").key(p), "%s", msg)
 				continue
 			}
 			up := strings.ToUpper(p)
 			if other, dup := folded[up]; dup {
-				d.probs.add(at.key("properties").key(p), "parameters %q and %q differ only in case, so both would be the variable %s%s", other, p, wire.DeclaredArgEnvPrefix, up)
+				d.probs.add(at.key("properties").key(p), "parameters %q and %q differ only in case, so both would be the variable %s%s", other, p, sandbox.DeclaredArgEnvPrefix, up)
 				continue
 			}
 			folded[up] = p
@@ -584,7 +584,7 @@ func (s declaredSpec) Check(args json.RawMessage) (tool.Result, bool) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	if !wire.IsObject(args) {
+	if t := bytes.TrimSpace(args); t[0] != '{' || !json.Valid(t) {
 		return tool.Errorf("%s: the arguments must be one JSON object", s.t.Name), false
 	}
 	if msg := s.schema.Check(args); msg != "" {

@@ -136,10 +136,10 @@ func (t *Declared) decode(raw json.RawMessage) (args wire.DeclaredArgs, env []st
 	env = make([]string, 0, len(top)+1)
 	seen := map[string]string{}
 	for _, k := range keys {
-		if msg := wire.ArgProblem(k); msg != "" {
+		if msg := sandbox.ArgProblem(k); msg != "" {
 			return args, nil, tool.Errorf("%s: argument %s", name, msg), false
 		}
-		v := wire.DeclaredArgEnvPrefix + strings.ToUpper(k)
+		v := sandbox.DeclaredArgEnvPrefix + strings.ToUpper(k)
 		if other, dup := seen[v]; dup {
 			return args, nil, tool.Errorf("%s: arguments %q and %q differ only in case, so both would be the variable %s", name, other, k, v), false
 		}
@@ -154,7 +154,7 @@ func (t *Declared) decode(raw json.RawMessage) (args wire.DeclaredArgs, env []st
 		}
 		env = append(env, v+"="+value)
 	}
-	env = append(env, wire.DeclaredArgsEnv+"="+string(args.Arguments))
+	env = append(env, sandbox.DeclaredArgsEnv+"="+string(args.Arguments))
 	return args, env, tool.Result{}, true
 }
 

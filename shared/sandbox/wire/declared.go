@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"encoding/json"
-	"fmt"
-	"strings"
-)
+import "encoding/json"
 
 // A Definition's declared tools ([[tools.declared]]) run in sandboxd
 // through one tool of its own, which the runner calls and the model never
@@ -20,22 +16,19 @@ import (
 // exactly as bash runs one (/bin/sh -c in the workdir, the same
 // confinement, environment, output cap and timeout) with:
 //
-//   - standard input: the arguments, the JSON object as sent;
-//   - DeclaredArgsEnv: the same JSON;
-//   - DeclaredArgEnvPrefix + NAME for each top-level argument, NAME its name
-//     in upper case: a string as it is, anything else as its JSON.
+//   - standard input: the arguments, the JSON object as sent, compacted;
+//   - sandbox.DeclaredArgsEnv (AGENTSFLEET_ARGS): the same JSON;
+//   - sandbox.DeclaredArgEnvPrefix + NAME (AGENTSFLEET_ARG_NAME) for each
+//     top-level argument, NAME its name in upper case: a string as it is,
+//     anything else as its JSON.
 //
 // The result is the combined output and a last line [exit code N], cut as
 // bash's; a non-zero exit, a timeout or arguments that cannot be passed
-// (ArgProblem, more than MaxDeclaredArguments bytes, a NUL in a string,
+// (sandbox.ArgProblem, more than MaxDeclaredArguments bytes, a NUL in a string,
 // two names that differ only in case) are error results naming the tool.
 const (
 	// DeclaredTool is the name of sandboxd's tool that runs declared tools.
 	DeclaredTool = "declared"
-	// DeclaredArgEnvPrefix starts the variable of each argument.
-	DeclaredArgEnvPrefix = "AGENTSFLEET_ARG_"
-	// DeclaredArgsEnv holds all the arguments, as one JSON object.
-	DeclaredArgsEnv = "AGENTSFLEET_ARGS"
 	// MaxDeclaredArguments bounds the arguments' JSON: they travel in the
 	// environment twice and through a pipe written before the command
 	// starts (whose capacity is at least this).
@@ -52,31 +45,4 @@ type DeclaredArgs struct {
 	Command string `json:"command"`
 	// Arguments are the model's arguments: one JSON object.
 	Arguments json.RawMessage `json:"arguments"`
-}
-
-// ArgProblem says why an argument called name cannot reach a declared
-// tool's command as the variable DeclaredArgEnvPrefix + NAME, or returns
-// "": the name must be 1 to 128 letters, digits and underscores, not
-// starting with a digit, and the variable's name must not hold a word for
-// which sandboxd keeps a variable out of every command's environment
-// (TOKEN, SECRET or PASSWORD, or ending in _KEY: confine.Scrub).
-func ArgProblem(name string) string {
-	const rule = "a parameter's name is also an environment variable's: letters, digits and underscores, not starting with a digit"
-	if !isEnvName(name) || len(name) > 128 {
-		shown := name
-		if len(shown) > 40 {
-			shown = shown[:40] + "…"
-		}
-		return fmt.Sprintf("%q cannot be a parameter name; %s, at most 128", shown, rule)
-	}
-	up := DeclaredArgEnvPrefix + strings.ToUpper(name)
-	for _, w := range []string{"TOKEN", "SECRET", "PASSWORD"} {
-		if strings.Contains(up, w) {
-			return fmt.Sprintf("%q cannot be a parameter name: the sandbox keeps variables whose name holds %s (here %s) out of every command's environment", name, w, up)
-		}
-	}
-	if strings.HasSuffix(up, "_KEY") {
-		return fmt.Sprintf("%q cannot be a parameter name: the sandbox keeps variables whose name ends in _KEY (here %s) out of every command's environment", name, up)
-	}
-	return ""
 }
