@@ -179,3 +179,52 @@ text = "done"
 		t.Error("a declared command wrote outside the writable roots")
 	}
 }
+
+// TestChildGetsADeclaredTool: a child given a declared tool by name runs it
+// in the run's sandbox; a child not given it has no such tool.
+func TestChildGetsADeclaredTool(t *testing.T) {
+	t.Parallel()
+	e, _ := childEnv(t, map[string]string{
+		"parent": `[[turn]]
+[[turn.tool_call]]
+name = "delegate_agent"
+arguments = '{"task": "given", "tools": ["greet"]}'
+[[turn.tool_call]]
+name = "delegate_agent"
+arguments = '{"task": "not given", "tools": ["read"]}'
+[[turn]]
+text = "done"
+`,
+		"given": `[[turn]]
+[[turn.tool_call]]
+name = "greet"
+arguments = { who = "child" }
+[[turn]]
+text = "{{last_output}}"
+`,
+		"not given": `[[turn]]
+[[turn.tool_call]]
+name = "greet"
+arguments = { who = "child" }
+[[turn]]
+text = "{{last_error}}"
+`,
+	})
+	d := e.fleet(`name = "kids"
+instructions = "Split the work."
+[x-agentsfleet]
+tools = ["delegate_agent", "read"]
+
+[[tools.declared]]
+name = "greet"
+description = "Greets."
+command = 'echo "hello $AGENTSFLEET_ARG_WHO"'
+parameters = { type = "object", properties = { who = { type = "string" } } }
+`)
+	runID := e.start(d, "parent")
+	e.finish(runID)
+	res := e.agentResults(runID, "")
+	if len(res) != 2 || !strings.Contains(res[0].Output, "hello child") || !strings.Contains(res[1].Output, `there is no tool \"greet\"`) {
+		t.Fatalf("delegates = %+v; want the first child greeted, the second without the tool", res)
+	}
+}
