@@ -21,8 +21,9 @@ commands:
   run -f DEFINITION [--workdir DIR] [--output json] [--state DIR] [--env NAME] INPUT
                           run the fleet once on this machine and print its events and answer
                           (Linux only: its sandbox is confined with seccomp and Landlock)
-  tools [--output json] [TOOL...]
+  tools [-f DEFINITION] [--output json] [TOOL...]
                           list the tools: where each runs, its scope, description and schema
+                          (with -f, the Definition's declared tools among them)
   table create [--name N] create the DynamoDB table (against AWS_ENDPOINT_URL or AWS)
   table key KEYNAME [--name N] [--scopes a,b] [--fleets f,g]
                           write an API key (printed once; every scope unless --scopes, every

@@ -19,6 +19,7 @@ type toolJSON struct {
 	RunsIn      fleet.Location  `json:"runs_in"`
 	Scope       string          `json:"scope"`
 	Builtin     bool            `json:"builtin"`
+	Declared    bool            `json:"declared"`
 	Available   bool            `json:"available"`
 	Summary     string          `json:"summary"`
 	Description string          `json:"description"`
@@ -31,25 +32,35 @@ type toolJSON struct {
 // JSON array of toolJSON; names given after the flags narrow the list. The
 // display tools are available when this machine has a Chromium for the
 // local sandboxes (findBrowser), as `agentsfleet run` and `dev` find it.
+// With -f DEF, the tools DEF declares ([[tools.declared]]) are listed among
+// them, marked declared.
 func tools(args []string, out io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	output := fs.String("output", "text", "text or json")
+	file := fs.String("f", "", "a Definition whose declared tools to list too")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if *output != "text" && *output != "json" {
 		return fmt.Errorf("%w: --output is text or json, not %q", errUsage, *output)
 	}
-	all := toolbox.All()
+	all, declared, err := toolEntries(*file)
+	if err != nil {
+		return err
+	}
 	if names := fs.Args(); len(names) > 0 {
 		var picked []toolbox.Entry
 		for _, name := range names {
-			e, ok := toolbox.Lookup(name)
-			if !ok {
-				return fmt.Errorf("%w: unknown tool %q; the tools are %s", errUsage, name, strings.Join(fleet.ToolNames(), ", "))
+			i := slices.IndexFunc(all, func(e toolbox.Entry) bool { return e.Name == name })
+			if i < 0 {
+				known := make([]string, len(all))
+				for k, e := range all {
+					known[k] = e.Name
+				}
+				return fmt.Errorf("%w: unknown tool %q; the tools are %s", errUsage, name, strings.Join(known, ", "))
 			}
-			picked = append(picked, e)
+			picked = append(picked, all[i])
 		}
 		all = picked
 	}
@@ -57,11 +68,11 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	available := chromium.available()
+	available := append(chromium.available(), declared...)
 	list := make([]toolJSON, len(all))
 	for i, e := range all {
 		list[i] = toolJSON{
-			Name: e.Name, RunsIn: e.RunsIn, Scope: e.Scope, Builtin: e.Builtin,
+			Name: e.Name, RunsIn: e.RunsIn, Scope: e.Scope, Builtin: e.Builtin, Declared: slices.Contains(declared, e.Name),
 			Available: slices.Contains(available, e.Name), Summary: e.Summary,
 			Description: e.Spec.Description(), Schema: e.Spec.Schema(),
 		}
@@ -79,6 +90,9 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 		if t.Builtin {
 			fmt.Fprint(out, ", built-in")
 		}
+		if t.Declared {
+			fmt.Fprintf(out, ", declared in %s", *file)
+		}
 		switch {
 		case !t.Available && t.RunsIn == fleet.InDisplay:
 			fmt.Fprintf(out, ", not available here: %s", chromium.Why)
@@ -92,4 +106,28 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 		fmt.Fprintf(out, "\n  schema: %s\n", t.Schema)
 	}
 	return nil
+}
+
+// toolEntries returns the catalog and, when file names a Definition, the
+// tools it declares, all sorted by name, with the declared ones' names.
+func toolEntries(file string) ([]toolbox.Entry, []string, error) {
+	all := toolbox.All()
+	if file == "" {
+		return all, nil, nil
+	}
+	def, err := readDefinition(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	var names []string
+	for _, t := range def.DeclaredTools {
+		spec, err := t.Spec()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		all = append(all, toolbox.Entry{Info: spec.Info(), Spec: spec})
+		names = append(names, t.Name)
+	}
+	slices.SortFunc(all, func(a, b toolbox.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return all, names, nil
 }

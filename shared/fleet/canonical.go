@@ -20,6 +20,7 @@ type (
 		Instructions string      `json:"instructions"`
 		Model        string      `json:"model,omitempty"`
 		Workdir      string      `json:"workdir,omitempty"`
+		ToolsTable   *wireTools  `json:"tools,omitempty"`
 		Runtime      wireRuntime `json:"x-agentsfleet"`
 	}
 	wireRuntime struct {
@@ -61,6 +62,7 @@ func (d *Definition) wire() wireDefinition {
 		Instructions: d.Instructions,
 		Model:        d.Model,
 		Workdir:      d.Workdir,
+		ToolsTable:   d.toolsWire(),
 		Runtime: wireRuntime{
 			Tools:   d.Tools,
 			Network: wireNetwork{Hosts: d.Hosts},
@@ -170,6 +172,7 @@ func (d *Definition) TOML() []byte {
 		fmt.Fprintf(&b, "workdir = %s\n", tomlString(d.Workdir))
 	}
 	fmt.Fprintf(&b, "instructions = %s\n", tomlMultiline(d.Instructions))
+	d.declaredTOML(&b)
 	fmt.Fprintf(&b, "\n[%s]\n", runtimeKey)
 	writeTOMLList(&b, "tools", d.Tools)
 	if len(d.Hosts) > 0 {

@@ -65,6 +65,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		onReplySet             bool
 		merge                  intSetting
 		allowStart, allowStop  []listEntry
+		declared               []declaredEntry
 		startAt, stopAt        keyPath
 		startSet, stopSet      bool
 		setup                  setupDecoder
@@ -94,7 +95,8 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		"model":        str(&def.Model, nil),
 		"workdir":      str(&def.Workdir, &workdirSet),
 		"tools": func(at keyPath, v any) {
-			d.table(at, v, map[string]field{"builtin": toolList})
+			d.table(at, v, map[string]field{"builtin": toolList,
+				"declared": func(at keyPath, v any) { declared = d.declaredList(at, v) }})
 		},
 		runtimeKey: func(at keyPath, v any) {
 			d.table(at, v, map[string]field{
@@ -154,7 +156,8 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	} else if msg := checkWorkdir(def.Workdir); msg != "" {
 		d.probs.add(keyPath{"workdir"}, "%s", msg)
 	}
-	def.Tools = d.tools(tools)
+	def.DeclaredTools = d.declared(declared)
+	def.Tools = d.tools(tools, def.DeclaredTools)
 	if len(hosts) > MaxHosts {
 		d.probs.add(hostsAt, "%d hosts; at most %d are allowed", len(hosts), MaxHosts)
 	} else {
@@ -197,10 +200,14 @@ func (d *decoder) definition(root map[string]any) *Definition {
 
 // tools checks each listed name and returns the known ones, sorted and
 // without repeats (a tool listed twice, in one list or in both, is held
-// once), or nil if there are none.
-func (d *decoder) tools(entries []listEntry) []string {
+// once), or nil if there are none. The name of a declared tool is allowed
+// by its declaration, and held there alone.
+func (d *decoder) tools(entries []listEntry, declared []DeclaredTool) []string {
 	var out []string
 	for _, e := range entries {
+		if slices.ContainsFunc(declared, func(t DeclaredTool) bool { return t.Name == e.s }) {
+			continue // Allowed by its declaration.
+		}
 		if _, ok := LookupTool(e.s); !ok {
 			if d.probs.full() {
 				d.probs.more++
@@ -413,6 +420,7 @@ var homes = map[string]string{
 	"model":                "model",
 	"workdir":              "workdir",
 	"builtin":              "tools.builtin",
+	"declared":             "tools.declared",
 	"network":              runtimeKey + ".network",
 	"hosts":                runtimeKey + ".network.hosts",
 	"secrets":              runtimeKey + ".secrets",

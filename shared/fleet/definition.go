@@ -30,6 +30,10 @@ type Definition struct {
 	Workdir string
 	// Tools is the allowlist: known tool names, sorted, without repeats.
 	Tools []string
+	// DeclaredTools are the tools the Definition's author wrote
+	// ([[tools.declared]]), sorted by name; declaring one allows it. See
+	// DeclaredTool.
+	DeclaredTools []DeclaredTool
 	// Hosts is the network host list http_request, web_fetch and pushover
 	// may reach. See HostList.
 	Hosts HostList
@@ -220,6 +224,10 @@ func (d *Definition) Clone() *Definition {
 	c.Tools = slices.Clone(d.Tools)
 	c.Hosts = slices.Clone(d.Hosts)
 	c.Setup = d.Setup.clone()
+	c.DeclaredTools = slices.Clone(d.DeclaredTools)
+	for i := range c.DeclaredTools {
+		c.DeclaredTools[i].Parameters = slices.Clone(c.DeclaredTools[i].Parameters)
+	}
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))

@@ -21,6 +21,12 @@
 //	[tools]
 //	builtin = ["read", "grep"]     # optional: the built-in tools page's form of the tool list
 //
+//	[[tools.declared]]             # optional, at most 32: a tool that is a shell command (DeclaredTool)
+//	name = "run_tests"             # 1–64 of a-z 0-9 _, a letter first; no catalog tool's name, no mcp__ prefix
+//	description = "Runs the tests."  # required, at most 8 KiB: what the model is told
+//	parameters = { type = "object", properties = { pattern = { type = "string" } } }  # required: a JSON Schema object
+//	command = 'go test ./... -run "${AGENTSFLEET_ARG_PATTERN:-.}"'  # required, at most 16 KiB; run as bash runs one
+//
 //	[x-agentsfleet]
 //	tools = ["message"]            # the allowlist; any known tool may be listed in either list
 //
@@ -89,6 +95,9 @@
 //	interrupt_agent  runner    tools:agents    fleet
 //	browser_open     display   tools:browser   fleet
 //	screenshot       display   tools:browser   fleet
+//
+// A declared tool ([[tools.declared]], DeclaredTool) runs in the sandbox as
+// bash does and needs tools:execute; declaring it allows it.
 //
 // The first three scopes are the spec's. apply_patch has tools:write: it
 // changes files in the writable roots but runs nothing, so it needs more

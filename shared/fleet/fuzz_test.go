@@ -19,7 +19,7 @@ func FuzzParse(f *testing.F) {
 	for _, name := range []string{
 		"../../examples/minimal.toml", "../../examples/reference.toml", "../../examples/slack-helper.toml",
 		"../../examples/uptime-checker.toml", "../../examples/release-notes.json",
-		"testdata/same.toml", "testdata/same.json", "testdata/tools-split.toml", "testdata/problems.toml",
+		"testdata/same.toml", "testdata/same.json", "testdata/tools-split.toml", "testdata/problems.toml", "testdata/declared.toml",
 	} {
 		data, err := os.ReadFile(name)
 		if err != nil {

@@ -172,15 +172,29 @@ func tomlIndex(data []byte) map[string]int {
 	var p unstable.Parser
 	p.Reset(data)
 	var table keyPath
+	arrays := map[string]int{} // the elements of each array of tables so far
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			table = nil
+			var keys []*unstable.Node
 			for it := e.Key(); it.Next(); {
-				k := it.Node()
+				keys = append(keys, it.Node())
+			}
+			for i, k := range keys {
 				table = table.key(string(k.Data))
 				record(table, lineAt(k))
+				// [[a.b]] starts an element of a.b; [a.b.c] and [[a.b.c]]
+				// below it go into a.b's last element.
+				switch n := arrays[table.String()]; {
+				case e.Kind == unstable.ArrayTable && i == len(keys)-1:
+					arrays[table.String()] = n + 1
+					table = table.index(n)
+					record(table, lineAt(k))
+				case n > 0:
+					table = table.index(n - 1)
+				}
 			}
 		case unstable.KeyValue:
 			keyValue(table, e, record, lineAt, value)

@@ -276,8 +276,8 @@ func TestSyntaxAndTypeErrors(t *testing.T) {
 			`line 4: x-agentsfleet.limits.max_tokens: unknown key "max_tokens" here; did you mean x-agentsfleet.limits.budget.tokens?`},
 		{"unknown nested", fleet.TOML, "name = \"a\"\ninstructions = \"b\"\n[x-agentsfleet.sandbox]\ncpu = 1024\n",
 			`line 4: x-agentsfleet.sandbox.cpu: unknown key "cpu" here; did you mean x-agentsfleet.sandbox.size?`},
-		{"unknown tools key", fleet.TOML, "name = \"a\"\ninstructions = \"b\"\n[tools]\ndeclared = []\n",
-			`line 4: tools.declared: unknown key "declared"; the keys in tools are builtin`},
+		{"unknown tools key", fleet.TOML, "name = \"a\"\ninstructions = \"b\"\n[tools]\ncustom = []\n",
+			`line 4: tools.custom: unknown key "custom"; the keys in tools are builtin, declared`},
 		{"too big", fleet.TOML, strings.Repeat("#", fleet.MaxSize+1), "the document is 262145 bytes long; at most 262144 are allowed"},
 		{"unknown format", fleet.Format(9), "", "unknown format Format(9); want TOML or JSON"},
 	}

@@ -108,19 +108,18 @@ func AvailableTools(display bool) []string {
 }
 
 // RequiredScopes returns the scopes an API key needs to apply d: the scope of
-// every tool d allows, and tools:execute for a setup step, sorted and
-// without repeats. It is empty for a Definition that allows no tool and has
-// no setup step.
+// every tool d allows (ScopeExecute for a declared tool), and tools:execute
+// for a setup step, sorted and without repeats. It is empty for a
+// Definition that allows no tool and has no setup step.
 func (d *Definition) RequiredScopes() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, name := range d.Tools {
-		t, ok := LookupTool(name)
-		if !ok || seen[t.Scope] {
+	for _, scope := range d.toolScopes() {
+		if seen[scope] {
 			continue
 		}
-		seen[t.Scope] = true
-		out = append(out, t.Scope)
+		seen[scope] = true
+		out = append(out, scope)
 	}
 	sort.Strings(out)
 	return d.addSetupScope(out)
@@ -164,13 +163,9 @@ func (d *Definition) CheckScopes(granted []string) error {
 		have[s] = true
 	}
 	byScope := map[string][]string{}
-	for _, name := range d.Tools {
-		t, ok := LookupTool(name)
-		if !ok {
-			continue // Parse refuses unknown tools; nothing to grant here.
-		}
-		if !have[t.Scope] {
-			byScope[t.Scope] = append(byScope[t.Scope], name)
+	for name, scope := range d.toolScopes() {
+		if !have[scope] {
+			byScope[scope] = append(byScope[scope], name)
 		}
 	}
 	if d.Setup != nil && !have[setupScope] {

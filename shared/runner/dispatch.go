@@ -35,7 +35,13 @@ type toolset struct {
 func newToolset(def *fleet.Definition, names []string) (*toolset, error) {
 	ts := &toolset{entries: map[string]toolbox.Entry{}}
 	for _, name := range names {
-		e, ok := toolbox.Lookup(name)
+		e, ok, err := declaredEntry(def, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			e, ok = toolbox.Lookup(name)
+		}
 		if !ok {
 			return nil, fmt.Errorf("the Definition allows tool %q, which this runner does not have; its tools are %s",
 				name, strings.Join(fleet.ToolNames(), ", "))
@@ -104,10 +110,10 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 	set := func(r tool.Result) { out.Output, out.IsError, out.Image = r.Output, r.IsError, modelImage(r.Image) }
 	e, ok := x.tools.entries[call.Name]
 	if !ok {
-		if len(x.def.Tools) == 0 {
+		if allowed := x.def.AllowedTools(); len(allowed) == 0 {
 			set(tool.Errorf("there is no tool %q for this fleet: it has no tools, so answer without calling one", call.Name))
 		} else {
-			set(tool.Errorf("there is no tool %q for this fleet; its tools are %s", call.Name, strings.Join(x.def.Tools, ", ")))
+			set(tool.Errorf("there is no tool %q for this fleet; its tools are %s", call.Name, strings.Join(allowed, ", ")))
 		}
 		return out, nil
 	}
@@ -206,7 +212,7 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 	// The fleet's tool timeout goes with every call: a pooled sandbox was
 	// started before the run, without it.
 	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agent.id()), x.def.Limits.ToolTimeout())
-	res, err := sb.Client.Call(cctx, call.Name, call.Arguments, x.idempotencyKey(i, call))
+	res, err := x.sandboxSend(cctx, sb, i, call)
 	switch {
 	case err == nil:
 		if note := x.takeFolderNote(); note != "" {

@@ -82,7 +82,7 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: msg})
 	}
 	if tools == nil {
-		tools = x.def.Tools
+		tools = x.def.AllowedTools()
 	}
 	if x.tools, err = newToolset(x.def, tools); err != nil {
 		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})

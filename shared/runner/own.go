@@ -198,7 +198,7 @@ func (a ownAgent) prompt(x *execution) (who, answer string) {
 
 // grant is all the Definition allows.
 func (a ownAgent) grant(def *fleet.Definition) grant {
-	return grant{tools: def.Tools, secrets: def.Secrets, hosts: []string(def.Hosts)}
+	return grant{tools: def.AllowedTools(), secrets: def.Secrets, hosts: []string(def.Hosts)}
 }
 
 // releaseSandbox stops the run's sandbox, which its own agent holds.

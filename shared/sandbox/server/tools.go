@@ -72,9 +72,10 @@ func PolicyFor(cfg Config) *confine.Policy {
 }
 
 // Tools returns every tool sandboxd serves, built over cfg: one for each
-// of sandbox.Specs, embedding that spec. It is the one place a tool's
-// implementation is registered; its tests fail on a sandbox contract that
-// has none here. The display tools drive cfg.Browser, or answer that the
+// of sandbox.Specs, embedding that spec, and wire.DeclaredTool, which the
+// runner calls for a Definition's declared tools (in no catalog, so never
+// offered to the model). It is the one place a tool's implementation is
+// registered; its tests fail on a sandbox contract that has none here. The display tools drive cfg.Browser, or answer that the
 // sandbox has no browser when it is empty. Tools that hold state
 // (exec_command sessions, the browser) are built here once per server; a
 // tool that must be stopped when the server stops implements io.Closer,
@@ -114,6 +115,7 @@ func Tools(cfg Config) []tool.Tool {
 		files.NewList(cfg.Roots),
 		shell.NewGrep(cfg.Roots, &search, timeout),
 		shell.NewBash(cfg.Roots, policy, timeout),
+		shell.NewDeclared(cfg.Roots, policy, timeout), // the runner's, for declared tools: in no catalog
 		sessions.ExecCommand(),
 		sessions.WriteStdin(),
 		patch.NewApplyPatch(cfg.Roots),

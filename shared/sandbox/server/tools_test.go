@@ -13,6 +13,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 )
 
@@ -37,11 +38,20 @@ func TestToolsRegistry(t *testing.T) {
 			catalog = append(catalog, info.Name)
 		}
 	}
-	if got, want := tool.Names(tools), tool.Names(sandbox.Specs()); !slices.Equal(got, want) {
+	// Besides them, the runner's tool for declared tools, which is in no
+	// catalog: no Definition can offer it to the model.
+	served := slices.DeleteFunc(tool.Names(tools), func(n string) bool { return n == wire.DeclaredTool })
+	if len(served) != len(tools)-1 {
+		t.Errorf("sandboxd serves %q, want %q among them", tool.Names(tools), wire.DeclaredTool)
+	}
+	if _, ok := fleet.LookupTool(wire.DeclaredTool); ok {
+		t.Errorf("%q is in the catalog: the model could be offered it", wire.DeclaredTool)
+	}
+	if got, want := served, tool.Names(sandbox.Specs()); !slices.Equal(got, want) {
 		t.Errorf("sandboxd serves %q; the sandbox specs are %q", got, want)
 	}
-	if got := tool.Names(tools); !slices.Equal(got, catalog) {
-		t.Errorf("sandboxd serves %q; the catalog's sandbox and display tools are %q", got, catalog)
+	if !slices.Equal(served, catalog) {
+		t.Errorf("sandboxd serves %q; the catalog's sandbox and display tools are %q", served, catalog)
 	}
 	for _, tl := range tools {
 		s := specs[tl.Name()]

@@ -56,9 +56,18 @@ func (t *Bash) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		return tool.Result{}, fmt.Errorf("bash: %w", err)
 	}
 	cmd.Dir = t.roots.Workdir()
-	o, err := runCaptured(ctx, cmd, sandbox.ToolTimeout(ctx, t.timeout)) // the call's, else the tool's own
+	cmd.Stdin = nil // /dev/null
+	return runGroup(ctx, "bash", cmd, t.timeout)
+}
+
+// runGroup runs cmd, from Policy.Command with its Dir and Stdin set, as
+// bash runs its command, and makes its result: the combined output, cut as
+// bash's, then the exit code, or what stopped it (the tool timeout, else
+// ctx). name starts a Go error.
+func runGroup(ctx context.Context, name string, cmd *exec.Cmd, ownTimeout time.Duration) (tool.Result, error) {
+	o, err := runCaptured(ctx, cmd, sandbox.ToolTimeout(ctx, ownTimeout)) // the call's, else the tool's own
 	if err != nil {
-		return tool.Result{}, fmt.Errorf("bash: %w", err)
+		return tool.Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	switch {
 	case o.timedOut:
@@ -82,13 +91,12 @@ type outcome struct {
 	stopped error
 }
 
-// runCaptured starts cmd (from Policy.Command, its Dir set) with stdin
-// /dev/null and one pipe for stdout and stderr, which keeps their order,
-// keeps its first BashOutputHead and last BashOutputTail bytes, and kills
-// its whole process group after timeout (zero: none) or when ctx ends. A
-// failure to start is the error.
+// runCaptured starts cmd (from Policy.Command, its Dir and Stdin set) with
+// one pipe for stdout and stderr, which keeps their order, keeps its first
+// BashOutputHead and last BashOutputTail bytes, and kills its whole
+// process group after timeout (zero: none) or when ctx ends. A failure to
+// start is the error.
 func runCaptured(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (outcome, error) {
-	cmd.Stdin = nil // /dev/null
 	// sandboxd reads the pipe itself (not os/exec), so a process holding
 	// it open cannot hold up the result past drainWait.
 	pr, pw, err := os.Pipe()

@@ -23,6 +23,10 @@
 //	                        → 200 SetupResult; 400, 401, 404 (no setup step
 //	                          here), 409 (another setup ran), 500 (see setup.go)
 //
+// A Definition's declared tools run through one tool of sandboxd's own,
+// POST /v1/tools/declared with DeclaredArgs (the runner's, offered to no
+// model; see DeclaredTool).
+//
 // Every answer is JSON (Content-Type application/json). Every status but
 // 200 has the body ErrorBody, {"error": "…"}, whose words are for the
 // caller and never an internal error's text. A tool's own failure that the
