@@ -105,7 +105,10 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, scope, key, runID strin
 			ExpressionAttributeNames: w.nameMap(), ExpressionAttributeValues: w.valueMap(),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
-		if old, failed := conditionFailed(err); failed {
+		if old, failed := conditionFailed(err); failed && landed(old, item) {
+			claimed = true
+			return nil
+		} else if failed {
 			id, ok, err := s.idempotentRun(ctx, k, old)
 			if err == nil && !ok {
 				return errRetry // it expired between the write and the read

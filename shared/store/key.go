@@ -229,9 +229,13 @@ func (s *Store) CreateKey(ctx context.Context, name string, scopes []string, fle
 		TableName: &s.table, Item: item,
 		// 80 random bits make a clash all but impossible; the condition
 		// makes it an error instead of an overwrite.
-		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(AttrPK) + ")"),
-		ExpressionAttributeNames: e.nameMap(),
+		ConditionExpression:                 aws.String("attribute_not_exists(" + e.n(AttrPK) + ")"),
+		ExpressionAttributeNames:            e.nameMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	if old, failed := conditionFailed(err); failed && landed(old, item) {
+		err = nil
+	}
 	if err != nil {
 		return Key{}, "", fmt.Errorf("create key %s: %w", name, err)
 	}

@@ -135,9 +135,13 @@ func (s *Store) putPool(ctx context.Context, ps PoolSandbox) error {
 	}
 	e := newExpr()
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item,
-		ConditionExpression:      aws.String("attribute_not_exists(" + e.n(AttrPK) + ")"),
-		ExpressionAttributeNames: e.nameMap()})
-	if _, ok := conditionFailed(err); ok {
+		ConditionExpression:                 aws.String("attribute_not_exists(" + e.n(AttrPK) + ")"),
+		ExpressionAttributeNames:            e.nameMap(),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	if old, ok := conditionFailed(err); ok {
+		if landed(old, item) {
+			return nil
+		}
 		return fmt.Errorf("sandbox %s is already recorded", ps.ID)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +138,18 @@ func conditionFailed(err error) (map[string]types.AttributeValue, bool) {
 		return ccf.Item, true
 	}
 	return nil, false
+}
+
+// landed reports whether a write of item whose condition failed met item
+// itself: the SDK sends a write again when its answer was lost, and the
+// retry then fails the condition its own first attempt made false. (A
+// TransactWriteItems is idempotent by its ClientRequestToken, which the
+// SDK keeps across retries; PutItem has no such token.) old is the item
+// the failure returned (ReturnValuesOnConditionCheckFailure ALL_OLD). The
+// items this is asked of hold a random id or a timestamp, so an equal
+// item is this call's own.
+func landed(old, item map[string]types.AttributeValue) bool {
+	return len(old) > 0 && reflect.DeepEqual(old, item)
 }
 
 // canceled returns the cancellation reasons of a TransactionCanceledException.
