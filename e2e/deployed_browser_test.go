@@ -24,7 +24,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	launchecs "github.com/agentsfleet/agentsfleet/shared/sandbox/launch/ecs"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
@@ -65,7 +65,7 @@ builtin = ["bash"]
 // deployment gets a task of the plain task definition. Every AWS call
 // must be allowed by the template.
 func TestDeployedBrowser(t *testing.T) {
-	if _, err := browser.FindChromium(); err != nil {
+	if _, err := sandbox.FindChromium(); err != nil {
 		t.Skipf("%v: the browser image's tasks run this machine's Chromium", err)
 	}
 	outside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,7 @@ import (
 	afdeploy "github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/slack"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
@@ -149,7 +149,7 @@ func deployTemplate(t testing.TB, tmpl string, outside *httptest.Server, extra m
 			env[fn][k] = v
 		}
 	}
-	chromium, _ := browser.FindChromium() // none: a task of the browser image fails to start, saying so
+	chromium, _ := sandbox.FindChromium() // none: a task of the browser image fails to start, saying so
 	// The sandboxes' folders: their commands' user must reach them.
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {

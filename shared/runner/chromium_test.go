@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/launchtest"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -25,7 +25,7 @@ import (
 // colour, while the run's event names it by its key in the bucket.
 func TestBrowserScreenshotReachesTheModel(t *testing.T) {
 	t.Parallel()
-	chromium, err := browser.FindChromium()
+	chromium, err := sandbox.FindChromium()
 	if err != nil {
 		t.Skipf("%v: the browser tools need one", err)
 	}

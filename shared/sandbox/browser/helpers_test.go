@@ -20,7 +20,7 @@ import (
 // chromium is the machine's Chromium, or skips t saying how to get one.
 func chromium(t testing.TB) string {
 	t.Helper()
-	path, err := FindChromium()
+	path, err := sandbox.FindChromium()
 	if err != nil {
 		t.Skipf("browser tests need a real Chromium: %v", err)
 	}

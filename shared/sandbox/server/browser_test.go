@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
-	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser"
 	sandboxclient "github.com/agentsfleet/agentsfleet/shared/sandbox/client"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/sandboxtest"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/server"
@@ -30,7 +29,7 @@ import (
 // chromium is the machine's Chromium, or skips t saying how to get one.
 func chromium(t *testing.T) string {
 	t.Helper()
-	path, err := browser.FindChromium()
+	path, err := sandbox.FindChromium()
 	if err != nil {
 		t.Skipf("the browser tests need a real Chromium: %v", err)
 	}
