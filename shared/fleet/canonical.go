@@ -29,6 +29,7 @@ type (
 		Limits  wireLimits        `json:"limits,omitzero"`
 		Sandbox wireSandbox       `json:"sandbox,omitzero"`
 		Slack   wireSlack         `json:"slack,omitzero"`
+		MCP     []wireMCP         `json:"mcp,omitempty"`
 	}
 	// wireSlack holds only what differs from the defaults, so that a
 	// Definition that says nothing of Slack keeps its canonical bytes.
@@ -70,6 +71,7 @@ func (d *Definition) wire() wireDefinition {
 			},
 			Sandbox: wireSandbox{Size: d.Sandbox.Size},
 			Slack:   d.slackWire(),
+			MCP:     d.mcpWire(),
 		},
 	}
 }
@@ -215,6 +217,7 @@ func (d *Definition) TOML() []byte {
 			writeTOMLList(&b, "allow_stop", w.AllowStop)
 		}
 	}
+	d.writeMCPTOML(&b)
 	return b.Bytes()
 }
 

@@ -105,6 +105,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 					}})
 				},
 				"secrets": func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
+				"mcp":     func(at keyPath, v any) { def.MCP = d.mcp(at, v) },
 				"limits": func(at keyPath, v any) {
 					d.table(at, v, map[string]field{
 						"tool_timeout_seconds": integer(&timeout),
@@ -152,7 +153,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	} else if msg := checkWorkdir(def.Workdir); msg != "" {
 		d.probs.add(keyPath{"workdir"}, "%s", msg)
 	}
-	def.Tools = d.tools(tools)
+	def.Tools = d.tools(tools, def.MCP)
 	if len(hosts) > MaxHosts {
 		d.probs.add(hostsAt, "%d hosts; at most %d are allowed", len(hosts), MaxHosts)
 	} else {
@@ -181,6 +182,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	if stopSet && !d.mistyped[stopAt.String()] {
 		def.SlackAccess.AllowStop = d.slackIDs(stopAt, allowStop)
 	}
+	d.checkMCP(def)
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {
@@ -195,10 +197,15 @@ func (d *decoder) definition(root map[string]any) *Definition {
 // tools checks each listed name and returns the known ones, sorted and
 // without repeats (a tool listed twice, in one list or in both, is held
 // once), or nil if there are none.
-func (d *decoder) tools(entries []listEntry) []string {
+func (d *decoder) tools(entries []listEntry, servers []MCPServer) []string {
 	var out []string
 	for _, e := range entries {
-		if _, ok := LookupTool(e.s); !ok {
+		if strings.HasPrefix(e.s, MCPPrefix) {
+			if msg := checkMCPAllowed(e.s, servers); msg != "" {
+				d.probs.add(e.at, "%s", msg)
+				continue
+			}
+		} else if _, ok := LookupTool(e.s); !ok {
 			if d.probs.full() {
 				d.probs.more++
 			} else {
@@ -420,6 +427,8 @@ var homes = map[string]string{
 	"tool_calls":           runtimeKey + ".limits.budget.tool_calls",
 	"sandbox":              runtimeKey + ".sandbox",
 	"size":                 runtimeKey + ".sandbox.size",
+	"mcp":                  runtimeKey + ".mcp",
+	"mcp_servers":          runtimeKey + ".mcp",
 	// Names people reach for.
 	"max_tokens":        runtimeKey + ".limits.budget.tokens",
 	"max_tool_calls":    runtimeKey + ".limits.budget.tool_calls",

@@ -46,6 +46,9 @@ type Definition struct {
 	// SlackAccess is who in Slack may start the fleet's runs and stop them
 	// ([x-agentsfleet.slack] allow_start and allow_stop).
 	SlackAccess SlackAccess
+	// MCP is the fleet's MCP servers ([[x-agentsfleet.mcp]]), sorted by
+	// name; nil when none. See MCPServer.
+	MCP []MCPServer
 }
 
 // SlackAccess is who in Slack may start a fleet's runs (a mention, a direct
@@ -216,6 +219,7 @@ func (d *Definition) Clone() *Definition {
 	c := *d
 	c.Tools = slices.Clone(d.Tools)
 	c.Hosts = slices.Clone(d.Hosts)
+	c.MCP = cloneMCP(d.MCP)
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))

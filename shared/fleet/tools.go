@@ -82,9 +82,10 @@ func LookupTool(name string) (ToolInfo, bool) {
 	return e.Info, ok
 }
 
-// Scopes returns every tool scope, sorted.
+// Scopes returns every tool scope, sorted: those of the catalog's tools,
+// and ScopeMCP.
 func Scopes() []string {
-	var out []string
+	out := []string{ScopeMCP}
 	for _, t := range Tools() {
 		out = append(out, t.Scope)
 	}
@@ -120,6 +121,9 @@ func (d *Definition) RequiredScopes() []string {
 		}
 		seen[t.Scope] = true
 		out = append(out, t.Scope)
+	}
+	if needs := d.mcpScopeNeeds(); len(needs) > 0 {
+		out = append(out, ScopeMCP)
 	}
 	sort.Strings(out)
 	return out
@@ -172,6 +176,9 @@ func (d *Definition) CheckScopes(granted []string) error {
 			byScope[t.Scope] = append(byScope[t.Scope], name)
 		}
 	}
+	if needs := d.mcpScopeNeeds(); len(needs) > 0 && !have[ScopeMCP] {
+		byScope[ScopeMCP] = needs
+	}
 	if len(byScope) == 0 {
 		return nil
 	}
@@ -202,7 +209,7 @@ func (d *Definition) CheckAvailable(available []string) error {
 	list = slices.Compact(list)
 	var probs problems
 	for _, name := range d.Tools {
-		if !have[name] {
+		if !have[name] && !IsMCPToolName(name) {
 			probs.add(runtimePath("tools"), "tool %q is not available in this deployment; available: %s",
 				name, strings.Join(list, ", "))
 		}
