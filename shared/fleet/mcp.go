@@ -9,8 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/agentsfleet/agentsfleet/shared/secret"
 )
 
 // MCPServer is one [[x-agentsfleet.mcp]] entry: a remote MCP server whose
@@ -251,7 +249,7 @@ func checkMCPURL(raw string) string {
 	if len(raw) > MaxMCPURLLen {
 		return fmt.Sprintf("the URL is %d bytes; at most %d are allowed", len(raw), MaxMCPURLLen)
 	}
-	if secret.HasRef(raw) {
+	if strings.Contains(raw, refOpen) {
 		return "a secret reference cannot be part of an MCP server's URL: put it in a header (headers = { Authorization = \"Bearer «secret:NAME»\" })"
 	}
 	u, err := url.Parse(raw)
@@ -289,17 +287,42 @@ func loopbackHost(h string) bool {
 // name secrets the Definition declares. It runs once the whole document is
 // decoded.
 func (d *decoder) checkMCP(def *Definition) {
-	set := secret.NewSet(nil, def.Secrets)
 	for i, s := range def.MCP {
 		at := runtimePath("mcp").index(i)
 		if u, err := url.Parse(s.URL); err == nil && s.URL != "" && checkMCPURL(s.URL) == "" && !def.Hosts.Allows(u.Hostname()) {
 			d.probs.add(at.key("url"), "the host %s is not on the fleet's network host list (%s.network.hosts): add it there, since MCP traffic follows the same list", u.Hostname(), runtimeKey)
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-			if _, err := set.Check(s.Headers[k]); err != nil {
-				d.probs.add(at.key("headers").key(k), "%v", err)
+			if msg := checkRefs(s.Headers[k], def.Secrets); msg != "" {
+				d.probs.add(at.key("headers").key(k), "%s", msg)
 			}
 		}
+	}
+}
+
+// refOpen starts a «secret:NAME» reference (package secret's form; that
+// package is not linked here, since it brings the Secrets Manager client).
+const refOpen = "«secret:"
+
+var refPattern = regexp.MustCompile(`^«secret:([A-Za-z0-9_.\-]+)»`)
+
+// checkRefs returns why the references in text cannot be filled, "" when
+// each is well-formed and names one of secrets.
+func checkRefs(text string, secrets map[string]string) string {
+	for rest := text; ; {
+		i := strings.Index(rest, refOpen)
+		if i < 0 {
+			return ""
+		}
+		rest = rest[i:]
+		m := refPattern.FindStringSubmatch(rest)
+		if m == nil {
+			return fmt.Sprintf("a malformed secret reference near %q: write «secret:NAME»", clip(rest))
+		}
+		if _, ok := secrets[m[1]]; !ok {
+			return fmt.Sprintf("«secret:%s» names a secret the Definition does not declare in %s.secrets", m[1], runtimeKey)
+		}
+		rest = rest[len(m[0]):]
 	}
 }
 

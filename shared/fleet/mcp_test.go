@@ -92,7 +92,7 @@ func TestMCPRules(t *testing.T) {
 		{"user info", server(`name = "docs"` + "\n" + `url = "https://u:p@mcp.example.com/"`), `user information`},
 		{"secret in url", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/«secret:TOKEN»"`), `a secret reference cannot be part of an MCP server's URL`},
 		{"host not listed", server(`name = "docs"` + "\n" + `url = "https://other.example.com/"`), `x-agentsfleet.mcp[0].url: the host other.example.com is not on the fleet's network host list`},
-		{"unknown secret", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/"` + "\n" + `headers = { Authorization = "Bearer «secret:NOPE»" }`), `x-agentsfleet.mcp[0].headers.Authorization: `},
+		{"unknown secret", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/"` + "\n" + `headers = { Authorization = "Bearer «secret:NOPE»" }`), `x-agentsfleet.mcp[0].headers.Authorization: «secret:NOPE» names a secret the Definition does not declare`},
 		{"reserved header", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/"` + "\n" + `headers = { Mcp-Session-Id = "x" }`), `header Mcp-Session-Id is set by agentsfleet`},
 		{"unknown key", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/"` + "\n" + `env = {}`), `x-agentsfleet.mcp[0].env: unknown key "env"`},
 		{"twice", server(`name = "docs"` + "\n" + `url = "https://mcp.example.com/"` + "\n[[x-agentsfleet.mcp]]\nname = \"docs\"\nurl = \"https://mcp.example.com/\""), `MCP server "docs" is declared twice`},
