@@ -254,18 +254,29 @@ func (s *Service) mcpReason(ctx context.Context, inv *invocation, err error) str
 	case errors.As(err, &re):
 		return re.Error()
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Sprintf("the server did not answer within %s (the fleet's tool timeout)", inv.timeout(s.net.timeout))
+		d := inv.timeout(s.net.timeout)
+		why := "the fleet's tool timeout"
+		if d == MaxMCPTimeout {
+			why = "the most one MCP request may take"
+		}
+		return fmt.Sprintf("the server did not answer within %s (%s)", d, why)
 	}
 	return inv.Secrets.RedactLoaded(err.Error())
 }
 
+// MaxMCPTimeout caps an MCP request whatever the fleet's tool timeout:
+// below the webtools function's own 60 s (infra/stack), so that a server
+// that hangs is answered with this package's clear error rather than the
+// function being cut off.
+const MaxMCPTimeout = 50 * time.Second
+
 // timeout is what bounds one MCP request: the fleet's tool timeout when
-// the invocation has one, else the Service's.
+// the invocation has one, else the Service's; at most MaxMCPTimeout.
 func (inv *invocation) timeout(def time.Duration) time.Duration {
 	if inv.Timeout > 0 {
-		return inv.Timeout
+		def = inv.Timeout
 	}
-	return def
+	return min(def, MaxMCPTimeout)
 }
 
 // mcpServers turns a Request's servers (a Service without Grants) into

@@ -202,8 +202,13 @@ func TestMCPAllowlistByNameAndByServer(t *testing.T) {
 		})
 		for tl, allowed := range map[string]bool{"echo": tt.echo, "fail": tt.fail} {
 			raw, _ := json.Marshal(wire.MCPCallArgs{Server: "srv", Tool: tl, Arguments: json.RawMessage(`{"text":"x"}`)})
-			// The Request's own servers and hosts are ignored with Grants.
-			res := mcpCall(t, svc, wire.Request{Tool: wire.ToolMCPCall, Arguments: raw, RunID: "run_test"})
+			// The Request's own servers and hosts are ignored with Grants: a
+			// forged one naming another URL still reaches the granted server.
+			res := mcpCall(t, svc, wire.Request{Tool: wire.ToolMCPCall, Arguments: raw, RunID: "run_test",
+				Hosts: []string{"evil.example.com"}, MCP: []wire.MCPServer{{Name: "srv", URL: srv.url("evil.example.com", "/mcp")}}})
+			if srv.hitsFor("evil.example.com") != 0 {
+				t.Fatalf("a forged Request's server was reached")
+			}
 			refused := strings.Contains(res.Output, "refused: the agent does not hold this tool")
 			if refused == allowed {
 				t.Errorf("tools %v, call %s: got %q, want allowed=%v", tt.tools, tl, res.Output, allowed)
