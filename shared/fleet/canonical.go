@@ -31,6 +31,7 @@ type (
 		Sandbox wireSandbox       `json:"sandbox,omitzero"`
 		Slack   wireSlack         `json:"slack,omitzero"`
 		Setup   *wireSetup        `json:"setup,omitempty"`
+		MCP     []wireMCP         `json:"mcp,omitempty"`
 	}
 	// wireSlack holds only what differs from the defaults, so that a
 	// Definition that says nothing of Slack keeps its canonical bytes.
@@ -74,6 +75,7 @@ func (d *Definition) wire() wireDefinition {
 			Sandbox: wireSandbox{Size: d.Sandbox.Size},
 			Slack:   d.slackWire(),
 			Setup:   d.Setup.wire(),
+			MCP:     d.mcpWire(),
 		},
 	}
 }
@@ -221,6 +223,7 @@ func (d *Definition) TOML() []byte {
 			writeTOMLList(&b, "allow_stop", w.AllowStop)
 		}
 	}
+	d.writeMCPTOML(&b)
 	return b.Bytes()
 }
 

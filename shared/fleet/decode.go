@@ -109,6 +109,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 				},
 				"secrets": func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
 				"setup":   setup.field(d, integer),
+				"mcp":     func(at keyPath, v any) { def.MCP = d.mcp(at, v) },
 				"limits": func(at keyPath, v any) {
 					d.table(at, v, map[string]field{
 						"tool_timeout_seconds": integer(&timeout),
@@ -157,7 +158,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		d.probs.add(keyPath{"workdir"}, "%s", msg)
 	}
 	def.DeclaredTools = d.declared(declared)
-	def.Tools = d.tools(tools, def.DeclaredTools)
+	def.Tools = d.tools(tools, def.DeclaredTools, def.MCP)
 	if len(hosts) > MaxHosts {
 		d.probs.add(hostsAt, "%d hosts; at most %d are allowed", len(hosts), MaxHosts)
 	} else {
@@ -187,6 +188,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		def.SlackAccess.AllowStop = d.slackIDs(stopAt, allowStop)
 	}
 	def.Setup = setup.setup(d, def.Secrets)
+	d.checkMCP(def)
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {
@@ -201,14 +203,20 @@ func (d *decoder) definition(root map[string]any) *Definition {
 // tools checks each listed name and returns the known ones, sorted and
 // without repeats (a tool listed twice, in one list or in both, is held
 // once), or nil if there are none. The name of a declared tool is allowed
-// by its declaration, and held there alone.
-func (d *decoder) tools(entries []listEntry, declared []DeclaredTool) []string {
+// by its declaration, and held there alone; an MCP server's tool name is
+// checked against the servers.
+func (d *decoder) tools(entries []listEntry, declared []DeclaredTool, servers []MCPServer) []string {
 	var out []string
 	for _, e := range entries {
 		if slices.ContainsFunc(declared, func(t DeclaredTool) bool { return t.Name == e.s }) {
 			continue // Allowed by its declaration.
 		}
-		if _, ok := LookupTool(e.s); !ok {
+		if strings.HasPrefix(e.s, MCPPrefix) {
+			if msg := checkMCPAllowed(e.s, servers); msg != "" {
+				d.probs.add(e.at, "%s", msg)
+				continue
+			}
+		} else if _, ok := LookupTool(e.s); !ok {
 			if d.probs.full() {
 				d.probs.more++
 			} else {
@@ -432,6 +440,8 @@ var homes = map[string]string{
 	"sandbox":              runtimeKey + ".sandbox",
 	"size":                 runtimeKey + ".sandbox.size",
 	"setup":                runtimeKey + ".setup",
+	"mcp":                  runtimeKey + ".mcp",
+	"mcp_servers":          runtimeKey + ".mcp",
 	// Names people reach for.
 	"max_tokens":        runtimeKey + ".limits.budget.tokens",
 	"max_tool_calls":    runtimeKey + ".limits.budget.tool_calls",

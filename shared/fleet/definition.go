@@ -53,6 +53,9 @@ type Definition struct {
 	// Setup is the setup step run before the agent's first turn
 	// ([x-agentsfleet.setup]); nil when there is none.
 	Setup *Setup
+	// MCP is the fleet's MCP servers ([[x-agentsfleet.mcp]]), sorted by
+	// name; nil when none. See MCPServer.
+	MCP []MCPServer
 }
 
 // SlackAccess is who in Slack may start a fleet's runs (a mention, a direct
@@ -228,6 +231,7 @@ func (d *Definition) Clone() *Definition {
 	for i := range c.DeclaredTools {
 		c.DeclaredTools[i].Parameters = slices.Clone(c.DeclaredTools[i].Parameters)
 	}
+	c.MCP = cloneMCP(d.MCP)
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))

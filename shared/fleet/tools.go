@@ -82,9 +82,10 @@ func LookupTool(name string) (ToolInfo, bool) {
 	return e.Info, ok
 }
 
-// Scopes returns every tool scope, sorted.
+// Scopes returns every tool scope, sorted: those of the catalog's tools,
+// and ScopeMCP.
 func Scopes() []string {
-	var out []string
+	out := []string{ScopeMCP}
 	for _, t := range Tools() {
 		out = append(out, t.Scope)
 	}
@@ -120,6 +121,9 @@ func (d *Definition) RequiredScopes() []string {
 		}
 		seen[scope] = true
 		out = append(out, scope)
+	}
+	if needs := d.mcpScopeNeeds(); len(needs) > 0 {
+		out = append(out, ScopeMCP)
 	}
 	sort.Strings(out)
 	return d.addSetupScope(out)
@@ -171,6 +175,9 @@ func (d *Definition) CheckScopes(granted []string) error {
 	if d.Setup != nil && !have[setupScope] {
 		byScope[setupScope] = append(byScope[setupScope], SetupNeed)
 	}
+	if needs := d.mcpScopeNeeds(); len(needs) > 0 && !have[ScopeMCP] {
+		byScope[ScopeMCP] = needs
+	}
 	if len(byScope) == 0 {
 		return nil
 	}
@@ -201,7 +208,7 @@ func (d *Definition) CheckAvailable(available []string) error {
 	list = slices.Compact(list)
 	var probs problems
 	for _, name := range d.Tools {
-		if !have[name] {
+		if !have[name] && !IsMCPToolName(name) {
 			probs.add(runtimePath("tools"), "tool %q is not available in this deployment; available: %s",
 				name, strings.Join(list, ", "))
 		}

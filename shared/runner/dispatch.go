@@ -28,6 +28,8 @@ import (
 type toolset struct {
 	entries map[string]toolbox.Entry
 	offered []model.Tool
+	// mcp are the MCP tools offered (mcp.go), by their model name.
+	mcp map[string]mcpOffered
 }
 
 // newToolset is the tools names of def, those of the run's agent or a
@@ -35,6 +37,9 @@ type toolset struct {
 func newToolset(def *fleet.Definition, names []string) (*toolset, error) {
 	ts := &toolset{entries: map[string]toolbox.Entry{}}
 	for _, name := range names {
+		if fleet.IsMCPToolName(name) {
+			continue // offered once their server lists them (offerMCP)
+		}
 		e, ok, err := declaredEntry(def, name)
 		if err != nil {
 			return nil, err
@@ -108,6 +113,13 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, followUp) {
 	out := model.ToolResult{CallID: call.ID, Name: call.Name}
 	set := func(r tool.Result) { out.Output, out.IsError, out.Image = r.Output, r.IsError, modelImage(r.Image) }
+	x.mu.Lock()
+	m, isMCP := x.tools.mcp[call.Name]
+	x.mu.Unlock()
+	if isMCP {
+		set(x.mcpCall(ctx, call, m))
+		return out, nil
+	}
 	e, ok := x.tools.entries[call.Name]
 	if !ok {
 		if allowed := x.def.AllowedTools(); len(allowed) == 0 {

@@ -87,6 +87,7 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 	if x.tools, err = newToolset(x.def, tools); err != nil {
 		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})
 	}
+	x.offerMCP(ctx, tools)
 	return true, nil
 }
 
@@ -442,6 +443,7 @@ func (x *execution) system() string {
 		fmt.Fprintf(&b, "; the fleet's folder %s keeps files from one run to the next", places.Agent)
 	}
 	b.WriteString(". " + answer)
+	b.WriteString(x.mcpNote())
 	return b.String()
 }
 

@@ -56,6 +56,9 @@ type state struct {
 	// Ended is set by the step that commits run.ended; the status move
 	// that follows it may still be pending when the invocation died.
 	Ended *run.RunEnded `json:"ended,omitempty"`
+	// MCP is what each MCP server listed for this agent (mcp.go), so that
+	// a re-invocation offers the same tools without listing again.
+	MCP map[string]mcpListing `json:"mcp,omitempty"`
 
 	// kept is how the store holds Messages as of the last committed step;
 	// next is what the step being committed will leave (committed adopts

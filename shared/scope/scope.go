@@ -71,6 +71,10 @@ var all = func() []Info {
 		tools[t.Scope] = append(tools[t.Scope], t.Name)
 	}
 	for _, s := range fleet.Scopes() {
+		if s == fleet.ScopeMCP {
+			out = append(out, Info{s, "apply a Definition with MCP servers ([[x-agentsfleet.mcp]]) and allowing their mcp__<server>__<tool> tools"})
+			continue
+		}
 		out = append(out, Info{s, "apply a Definition allowing " + strings.Join(tools[s], ", ")})
 	}
 	return out

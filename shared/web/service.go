@@ -78,6 +78,12 @@ type Grant struct {
 	Tools   []string          // the tools it holds
 	Hosts   []string          // its network host list
 	Secrets map[string]string // the secrets it may fill: name → Secrets Manager id
+	// MCP is the fleet's MCP servers; which of their tools the agent may
+	// call is in Tools (mcp__<server>__<tool>, mcp__<server>__*).
+	MCP []fleet.MCPServer
+	// ToolTimeout is the fleet's tool timeout, which bounds an MCP
+	// request; 0 means the Service's Timeout.
+	ToolTimeout time.Duration
 }
 
 // DefaultTimeout is a web tool call's time limit.
@@ -92,6 +98,13 @@ type invocation struct {
 	Secrets *secret.Set
 	// RunID and Fleet are for logs.
 	RunID, Fleet string
+	// MCP and Timeout are the Grant's, for the MCP operations; Tools is
+	// the agent's allowlist, which they check when Checked (a Service with
+	// Grants) to admit a server's tool.
+	MCP     []fleet.MCPServer
+	Timeout time.Duration
+	Tools   []string
+	Checked bool
 }
 
 // invocationKey holds a call's *invocation in its context.
@@ -178,15 +191,17 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 	if req.Tool == wire.ToolScrub {
 		return s.scrub(ctx, req)
 	}
-	t, ok := s.tools[req.Tool]
-	if !ok {
+	op, isMCP := s.mcpOp(req.Tool)
+	if t, ok := s.tools[req.Tool]; ok {
+		op = t.Run
+	} else if !isMCP {
 		return tool.Errorf("unknown web tool %q: the web tools are %s", req.Tool, strings.Join(s.names, ", ")), nil
 	}
 	g, refused := s.grant(ctx, req)
 	if refused != nil {
 		return *refused, nil
 	}
-	if !slices.Contains(g.Tools, req.Tool) {
+	if !isMCP && !slices.Contains(g.Tools, req.Tool) { // an MCP operation checks its server's tool
 		s.net.log.Warn("web tool refused: not held", "tool", req.Tool, "run_id", req.RunID, "child_id", req.ChildID)
 		return tool.Errorf("%s: refused: the agent does not hold this tool", req.Tool), nil
 	}
@@ -194,14 +209,15 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("web tool %s: %w", req.Tool, err)
 	}
-	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, g.Secrets), RunID: req.RunID, Fleet: g.Fleet}
+	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, g.Secrets), RunID: req.RunID, Fleet: g.Fleet,
+		MCP: g.MCP, Timeout: g.ToolTimeout, Tools: g.Tools, Checked: s.grants != nil}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	sent := new(atomic.Bool)
 	ctx = context.WithValue(context.WithValue(ctx, sentKey{}, sent), invocationKey{}, inv)
-	res, err := t.Run(ctx, args)
+	res, err := op(ctx, args)
 	if err != nil {
 		// Not %w: the wrapped chain would still carry the unscreened text.
 		return tool.Result{}, errors.New(inv.Secrets.RedactLoaded(fmt.Sprintf("web tool %s: %v", req.Tool, err)))
@@ -226,7 +242,8 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 // cannot be read, or has ended, refuses the call.
 func (s *Service) grant(ctx context.Context, req wire.Request) (Grant, *tool.Result) {
 	if s.grants == nil {
-		return Grant{Fleet: req.Fleet, Tools: []string{req.Tool}, Hosts: req.Hosts, Secrets: req.Secrets}, nil
+		return Grant{Fleet: req.Fleet, Tools: []string{req.Tool}, Hosts: req.Hosts, Secrets: req.Secrets,
+			MCP: mcpServers(req.MCP), ToolTimeout: time.Duration(req.TimeoutSeconds) * time.Second}, nil
 	}
 	if req.RunID == "" {
 		res := tool.Errorf("%s: refused: the call names no run", req.Tool)

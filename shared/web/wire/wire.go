@@ -41,6 +41,13 @@ type Request struct {
 	RunID   string `json:"run_id,omitempty"`
 	ChildID string `json:"child_id,omitempty"`
 	Fleet   string `json:"fleet,omitempty"`
+	// MCP is the fleet's MCP servers, for ToolMCPList and ToolMCPCall;
+	// like Hosts, only a Service without Grants takes it from here.
+	MCP []MCPServer `json:"mcp,omitempty"`
+	// TimeoutSeconds is the fleet's tool timeout, which bounds an MCP
+	// request; like Hosts, only a Service without Grants takes it from
+	// here (0: the Service's own).
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 }
 
 // Tool names.
