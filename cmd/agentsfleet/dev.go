@@ -145,6 +145,8 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 		}
 	}
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
+	fmt.Fprintf(out, "extensions     declared tools and setup steps in the local sandboxes; remote MCP servers through the webtools function\n")
+	fmt.Fprintf(out, "not built yet  %s\n", notBuilt)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
 	<-ctx.Done()
@@ -186,6 +188,10 @@ const tryFleet = "reference-fleet"
 // tryLines are three things to try against dev at base: a run started
 // with curl, one with the CLI, and a signed webhook delivery (the secret in
 // hookFile), each a line for a shell in the repository's root.
+// notBuilt names what the product does not have yet, so that nobody looks
+// for it in the local stack.
+const notBuilt = "stdio MCP servers ([[x-agentsfleet.mcp]] command), self-managed runners, the improvement chat, approvals and the egress log, the web console and telemetry, repositories and pull requests"
+
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{
 		fmt.Sprintf(`curl -s -H "Authorization: Bearer $(cat %s)" -d '{"input": "what is in this folder?"}' %s/v1/fleets/%s/runs`, keyFile, base, tryFleet),

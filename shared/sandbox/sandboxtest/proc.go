@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // Processes lists the running processes (not zombies) that descend from
@@ -41,6 +42,21 @@ func Left(pids []int) []int {
 		}
 	}
 	return out
+}
+
+// LeftAfter is those of pids that still run once they have all stopped or
+// within lasts: a process killed with SIGKILL is gone only once the kernel
+// has torn it down, which for a process of many threads (Chromium's) may
+// take a moment on a busy machine.
+func LeftAfter(pids []int, within time.Duration) []int {
+	deadline := time.Now().Add(within)
+	for {
+		left := Left(pids)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // descends reports whether root is pid or one of its ancestors.

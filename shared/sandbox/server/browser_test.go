@@ -177,7 +177,7 @@ Promise.allSettled(`+string(js)+`.map(u => fetch(u, {mode: "no-cors"}))).then(rs
 	if n, err := c.CloseSessions(ctx, "child-7"); err != nil || n != 1 {
 		t.Fatalf("closing the agent that started the browser = %d, %v; want 1", n, err)
 	}
-	if left := sandboxtest.Left(pids); len(left) > 0 {
+	if left := sandboxtest.LeftAfter(pids, 10*time.Second); len(left) > 0 {
 		t.Fatalf("Chromium processes outlived their agent: %v", left)
 	}
 }
@@ -206,7 +206,7 @@ func TestServeBrowserFlag(t *testing.T) {
 	if status := p.waitExit(t, 30*time.Second); status != 0 {
 		t.Fatalf("after SIGTERM: exit %d\n%s", status, p.log())
 	}
-	if left := sandboxtest.Left(pids); len(left) > 0 {
+	if left := sandboxtest.LeftAfter(pids, 10*time.Second); len(left) > 0 {
 		t.Fatalf("Chromium processes outlived sandboxd: %v", left)
 	}
 
