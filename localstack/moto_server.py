@@ -22,6 +22,7 @@ Prints "listening on http://HOST:PORT" once the socket is bound.
 """
 
 import argparse
+import collections
 import hashlib
 import io
 import json
@@ -52,7 +53,9 @@ class Idempotent:
 
     def __init__(self, app):
         self.app = app
-        self.seen = {}  # token -> (expires, digest, status, headers, body)
+        # token -> (expires, digest, status, headers, body), oldest first:
+        # expiry times only grow, so the expired ones are at the front.
+        self.seen = collections.OrderedDict()
 
     def __call__(self, environ, start_response):
         if environ.get("HTTP_X_AMZ_TARGET") != self.target:
@@ -70,7 +73,8 @@ class Idempotent:
         del request["ClientRequestToken"]
         digest = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
         now = time.monotonic()
-        self.seen = {k: v for k, v in self.seen.items() if v[0] > now}
+        while self.seen and next(iter(self.seen.values()))[0] <= now:
+            self.seen.popitem(last=False)
         if token in self.seen:
             _, was, status, headers, body = self.seen[token]
             if was != digest:
