@@ -121,13 +121,8 @@ type declaredEntry struct {
 
 // declaredList decodes the array of tables tools.declared.
 func (d *decoder) declaredList(at keyPath, v any) []declaredEntry {
-	a, ok := v.([]any)
+	a, ok := d.boundedArray(at, v, "an array of tables ([[tools.declared]])", MaxDeclared, "declared tools")
 	if !ok {
-		d.typeProblem(at, "want an array of tables ([[tools.declared]]), got %s", d.typeName(v))
-		return nil
-	}
-	if len(a) > MaxDeclared {
-		d.probs.add(at, "%d declared tools; at most %d are allowed", len(a), MaxDeclared)
 		return nil
 	}
 	out := make([]declaredEntry, 0, len(a))

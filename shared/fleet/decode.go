@@ -245,12 +245,8 @@ func (d *decoder) bounded(s intSetting, lo, hi, def int64, unit string) int64 {
 
 // secrets decodes the secrets table, checking names and values.
 func (d *decoder) secrets(at keyPath, v any) map[string]string {
-	m, ok := d.asTable(at, v)
+	m, ok := d.boundedTable(at, v, MaxSecrets, "secrets")
 	if !ok {
-		return nil
-	}
-	if len(m) > MaxSecrets {
-		d.probs.add(at, "%d secrets; at most %d are allowed", len(m), MaxSecrets)
 		return nil
 	}
 	out := map[string]string{}
@@ -372,6 +368,35 @@ func slackIDPattern(s string) bool {
 		}
 	}
 	return true
+}
+
+// boundedTable is v as a table of at most max entries (noun names them in
+// the error), or false with the problem recorded.
+func (d *decoder) boundedTable(at keyPath, v any, max int, noun string) (map[string]any, bool) {
+	m, ok := d.asTable(at, v)
+	if !ok {
+		return nil, false
+	}
+	if len(m) > max {
+		d.probs.add(at, "%d %s; at most %d are allowed", len(m), noun, max)
+		return nil, false
+	}
+	return m, true
+}
+
+// boundedArray is v as an array of at most max elements: want says what
+// the array must be, noun names its elements in the error.
+func (d *decoder) boundedArray(at keyPath, v any, want string, max int, noun string) ([]any, bool) {
+	a, ok := v.([]any)
+	if !ok {
+		d.typeProblem(at, "want %s, got %s", want, d.typeName(v))
+		return nil, false
+	}
+	if len(a) > max {
+		d.probs.add(at, "%d %s; at most %d are allowed", len(a), noun, max)
+		return nil, false
+	}
+	return a, true
 }
 
 // list decodes v as an array of strings.

@@ -141,13 +141,8 @@ func checkMCPAllowed(name string, servers []MCPServer) string {
 // checked against secrets, the fleet's declared secrets, and URLs against
 // hosts, once both are decoded (checkMCP).
 func (d *decoder) mcp(at keyPath, v any) []MCPServer {
-	a, ok := v.([]any)
+	a, ok := d.boundedArray(at, v, "an array of tables ([["+runtimeKey+".mcp]])", MaxMCPServers, "MCP servers")
 	if !ok {
-		d.typeProblem(at, "want an array of tables ([[%s.mcp]]), got %s", runtimeKey, d.typeName(v))
-		return nil
-	}
-	if len(a) > MaxMCPServers {
-		d.probs.add(at, "%d MCP servers; at most %d are allowed", len(a), MaxMCPServers)
 		return nil
 	}
 	var out []MCPServer
@@ -196,12 +191,8 @@ func (d *decoder) mcp(at keyPath, v any) []MCPServer {
 
 // mcpHeaders decodes a server's headers table.
 func (d *decoder) mcpHeaders(at keyPath, v any) map[string]string {
-	m, ok := d.asTable(at, v)
+	m, ok := d.boundedTable(at, v, MaxMCPHeaders, "headers")
 	if !ok {
-		return nil
-	}
-	if len(m) > MaxMCPHeaders {
-		d.probs.add(at, "%d headers; at most %d are allowed", len(m), MaxMCPHeaders)
 		return nil
 	}
 	out := map[string]string{}
