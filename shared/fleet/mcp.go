@@ -11,19 +11,23 @@ import (
 	"strings"
 )
 
-// MCPServer is one [[x-agentsfleet.mcp]] entry: a remote MCP server whose
-// tools the fleet's agent may call, as mcp__<Name>__<tool>, where the
-// allowlist names them (by full name, or all of the server's by
-// mcp__<Name>__*).
+// MCPServer is one [[x-agentsfleet.mcp]] entry: an MCP server whose tools
+// the fleet's agent may call, as mcp__<Name>__<tool>, where the allowlist
+// names them (by full name, or all of the server's by mcp__<Name>__*). It
+// has exactly one of URL (a remote, streamable-HTTP server) and Command (a
+// stdio server started in the sandbox).
 //
-// Only streamable-HTTP servers (URL) are built; an entry with a command (a
-// stdio server in the sandbox) is refused by Parse, naming url as what works.
-//
-// The server is reached from the webtools function only, through the
+// A remote server is reached from the webtools function only, through the
 // egress policy, and its URL's host must be on the fleet's network host
 // list: Parse checks it, and webtools checks every request again (redirects
 // too). Header values may hold «secret:NAME» references to the fleet's
 // secrets, filled only there and only toward that host.
+//
+// A stdio server is one long-lived process per sandbox, started by
+// sandboxd under bash's confinement (its policy, uid, Landlock roots,
+// seccomp filter, environment and workdir), which speaks MCP on its
+// standard input and output. It gets no secret and no header; a Definition
+// with one needs ScopeExecute as well as ScopeMCP, since it runs a command.
 type MCPServer struct {
 	// Name matches MCPServerNamePattern and is unique in the Definition.
 	Name string
@@ -31,8 +35,16 @@ type MCPServer struct {
 	// loopback address (which only the web tools' test escape hatch admits).
 	URL string
 	// Headers are sent with every request to the server; nil when none.
+	// Only a remote server has them.
 	Headers map[string]string
+	// Command is a stdio server's program and its arguments (argv: no
+	// shell; ["/bin/sh", "-c", "…"] gives one), the program looked up in
+	// the sandbox's PATH; nil for a remote server.
+	Command []string
 }
+
+// Stdio reports whether s is a stdio server, started in the sandbox.
+func (s MCPServer) Stdio() bool { return len(s.Command) > 0 }
 
 // Limits of [[x-agentsfleet.mcp]].
 const (
@@ -45,6 +57,10 @@ const (
 	// MaxMCPToolNameLen is the longest full tool name, mcp__<server>__<tool>:
 	// the limit the model providers put on a tool's name.
 	MaxMCPToolNameLen = 64
+	// MaxMCPCommandArgs is the most strings a stdio server's command holds.
+	MaxMCPCommandArgs = 64
+	// MaxMCPCommandBytes bounds a stdio server's command, all its strings.
+	MaxMCPCommandBytes = 16 << 10
 )
 
 // ScopeMCP is the scope an API key needs to apply a Definition that names
@@ -153,10 +169,7 @@ func (d *decoder) mcp(at keyPath, v any) []MCPServer {
 		d.table(eat, e, map[string]field{
 			"name": func(at keyPath, v any) { s.Name, nameSet = d.str(at, v) },
 			"url":  func(at keyPath, v any) { s.URL, urlSet = d.str(at, v) },
-			"command": func(at keyPath, _ any) {
-				commandSet = true
-				d.probs.add(at, "stdio MCP servers (command) are not built yet; give the server's streamable-HTTP endpoint as url instead")
-			},
+			"command": func(at keyPath, v any) { s.Command, commandSet = d.mcpCommand(at, v), true },
 			"headers": func(at keyPath, v any) { s.Headers = d.mcpHeaders(at, v) },
 		})
 		if _, isTable := e.(map[string]any); !isTable {
@@ -172,8 +185,13 @@ func (d *decoder) mcp(at keyPath, v any) []MCPServer {
 		case slices.ContainsFunc(out, func(o MCPServer) bool { return o.Name == s.Name }):
 			d.probs.add(eat.key("name"), "MCP server %q is declared twice", s.Name)
 		}
-		if !urlSet && !commandSet && !d.mistyped[eat.key("url").String()] {
-			d.probs.add(eat, "an MCP server needs url, its streamable-HTTP endpoint (https://…)")
+		switch {
+		case urlSet && commandSet:
+			d.probs.add(eat, "an MCP server has either url (a remote server) or command (a stdio server in the sandbox), not both")
+		case !urlSet && !commandSet && !d.mistyped[eat.key("url").String()] && !d.mistyped[eat.key("command").String()]:
+			d.probs.add(eat, "an MCP server needs url, its streamable-HTTP endpoint (https://…), or command, the program of a stdio server to start in the sandbox ([\"program\", \"arg\", …])")
+		case commandSet && s.Headers != nil:
+			d.probs.add(eat.key("headers"), "a stdio MCP server (command) takes no headers: they are sent to a remote server only, and no secret reaches a process in the sandbox")
 		}
 		if urlSet {
 			if msg := checkMCPURL(s.URL); msg != "" {
@@ -184,6 +202,46 @@ func (d *decoder) mcp(at keyPath, v any) []MCPServer {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// mcpCommand decodes a stdio server's command: a non-empty array of
+// strings, its program first. A string is refused, naming the array form,
+// so that no shell quoting is ever guessed.
+func (d *decoder) mcpCommand(at keyPath, v any) []string {
+	if s, ok := v.(string); ok {
+		d.probs.add(at, "a stdio MCP server's command is an array of strings, its program and each argument (command = [\"node\", \"server.js\"]), not one string; for a shell line write [\"/bin/sh\", \"-c\", %q]", clip(s))
+		return nil
+	}
+	a, ok := d.boundedArray(at, v, "an array of strings", MaxMCPCommandArgs, "command strings")
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(a))
+	total := 0
+	for i, e := range a {
+		s, ok := d.str(at.index(i), e)
+		if !ok {
+			return nil
+		}
+		if strings.ContainsRune(s, 0) {
+			d.probs.add(at.index(i), "a command string must not contain a NUL character")
+			return nil
+		}
+		total += len(s)
+		out = append(out, s)
+	}
+	switch {
+	case len(out) == 0:
+		d.probs.add(at, "the command is empty: give the server's program, then its arguments")
+		return nil
+	case strings.TrimSpace(out[0]) == "":
+		d.probs.add(at.index(0), "the command's program is blank")
+		return nil
+	case total > MaxMCPCommandBytes:
+		d.probs.add(at, "the command is %d bytes; at most %d are allowed", total, MaxMCPCommandBytes)
 		return nil
 	}
 	return out
@@ -325,6 +383,7 @@ func cloneMCP(servers []MCPServer) []MCPServer {
 	out := make([]MCPServer, len(servers))
 	for i, s := range servers {
 		out[i] = s
+		out[i].Command = slices.Clone(s.Command)
 		if s.Headers != nil {
 			out[i].Headers = make(map[string]string, len(s.Headers))
 			for k, v := range s.Headers {
@@ -338,8 +397,9 @@ func cloneMCP(servers []MCPServer) []MCPServer {
 // wireMCP is one server in the canonical form.
 type wireMCP struct {
 	Name    string            `json:"name"`
-	URL     string            `json:"url"`
+	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	Command []string          `json:"command,omitempty"`
 }
 
 func (d *Definition) mcpWire() []wireMCP {
@@ -348,7 +408,7 @@ func (d *Definition) mcpWire() []wireMCP {
 	}
 	out := make([]wireMCP, len(d.MCP))
 	for i, s := range d.MCP {
-		out[i] = wireMCP{Name: s.Name, URL: s.URL, Headers: s.Headers}
+		out[i] = wireMCP{Name: s.Name, URL: s.URL, Headers: s.Headers, Command: s.Command}
 	}
 	return out
 }
@@ -356,7 +416,16 @@ func (d *Definition) mcpWire() []wireMCP {
 // writeMCPTOML writes the servers as [[x-agentsfleet.mcp]] tables.
 func (d *Definition) writeMCPTOML(b interface{ WriteString(string) (int, error) }) {
 	for _, s := range d.MCP {
-		b.WriteString(fmt.Sprintf("\n[[%s.mcp]]\nname = %s\nurl = %s\n", runtimeKey, tomlString(s.Name), tomlString(s.URL)))
+		b.WriteString(fmt.Sprintf("\n[[%s.mcp]]\nname = %s\n", runtimeKey, tomlString(s.Name)))
+		if s.Stdio() {
+			parts := make([]string, len(s.Command))
+			for i, c := range s.Command {
+				parts[i] = tomlString(c)
+			}
+			b.WriteString("command = [" + strings.Join(parts, ", ") + "]\n")
+		} else {
+			b.WriteString("url = " + tomlString(s.URL) + "\n")
+		}
 		if len(s.Headers) > 0 {
 			b.WriteString(fmt.Sprintf("[%s.mcp.headers]\n", runtimeKey))
 			for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
@@ -364,6 +433,18 @@ func (d *Definition) writeMCPTOML(b interface{ WriteString(string) (int, error) 
 			}
 		}
 	}
+}
+
+// stdioScopeNeeds lists what in d needs ScopeExecute for its stdio MCP
+// servers: each one, since it runs a command in the sandbox.
+func (d *Definition) stdioScopeNeeds() []string {
+	var out []string
+	for _, s := range d.MCP {
+		if s.Stdio() {
+			out = append(out, "stdio MCP server "+s.Name)
+		}
+	}
+	return out
 }
 
 // mcpScopeNeeds lists what in d needs ScopeMCP: the allowlist's MCP

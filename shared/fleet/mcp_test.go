@@ -85,7 +85,13 @@ func TestMCPRules(t *testing.T) {
 		{"bad name", server(`name = "Docs"` + "\n" + `url = "https://mcp.example.com/"`), `x-agentsfleet.mcp[0].name: "Docs" is not an MCP server name`},
 		{"double underscore", server(`name = "a__b"` + "\n" + `url = "https://mcp.example.com/"`), `not an MCP server name`},
 		{"no url", server(`name = "docs"`), `x-agentsfleet.mcp[0]: an MCP server needs url`},
-		{"command", server(`name = "docs"` + "\n" + `command = "npx server"`), `x-agentsfleet.mcp[0].command: stdio MCP servers (command) are not built yet; give the server's streamable-HTTP endpoint as url`},
+		{"command string", server(`name = "docs"` + "\n" + `command = "npx server"`), `x-agentsfleet.mcp[0].command: a stdio MCP server's command is an array of strings`},
+		{"command", server(`name = "docs"` + "\n" + `command = ["npx", "server"]`), ``},
+		{"command empty", server(`name = "docs"` + "\n" + `command = []`), `x-agentsfleet.mcp[0].command: the command is empty`},
+		{"command blank program", server(`name = "docs"` + "\n" + `command = [" ", "x"]`), `x-agentsfleet.mcp[0].command[0]: the command's program is blank`},
+		{"command not strings", server(`name = "docs"` + "\n" + `command = ["node", 1]`), `x-agentsfleet.mcp[0].command[1]`},
+		{"command and url", server(`name = "docs"` + "\n" + `command = ["node"]` + "\n" + `url = "https://mcp.example.com/"`), `either url (a remote server) or command (a stdio server in the sandbox), not both`},
+		{"command headers", server(`name = "docs"` + "\n" + `command = ["node"]` + "\n" + `headers = { X-Team = "core" }`), `x-agentsfleet.mcp[0].headers: a stdio MCP server (command) takes no headers`},
 		{"http", server(`name = "docs"` + "\n" + `url = "http://mcp.example.com/"`), `x-agentsfleet.mcp[0].url: "http://mcp.example.com/" is http`},
 		{"http loopback", server(`name = "docs"` + "\n" + `url = "http://127.0.0.1:8080/mcp"`), ``},
 		{"scheme", server(`name = "docs"` + "\n" + `url = "ftp://mcp.example.com/"`), `scheme "ftp" is not allowed`},
@@ -181,5 +187,45 @@ func TestMCPAllowlist(t *testing.T) {
 	}
 	if !fleet.AllowsMCPServer(tools, "docs") || fleet.AllowsMCPServer(tools, "doc") {
 		t.Error("AllowsMCPServer: want docs allowed and doc not")
+	}
+}
+
+// A stdio server: its command is kept as argv through both layouts, and a
+// Definition with one needs tools:execute as well as tools:mcp.
+func TestMCPStdioServer(t *testing.T) {
+	t.Parallel()
+	doc := minimal("[x-agentsfleet]\ntools = [\"mcp__local__*\"]\n[[x-agentsfleet.mcp]]\nname = \"local\"\ncommand = [\"/usr/bin/env\", \"node\", \"server.js\", \"--say \\\"hi\\\"\"]\n")
+	d, err := fleet.ParseTOML(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fleet.MCPServer{{Name: "local", Command: []string{"/usr/bin/env", "node", "server.js", `--say "hi"`}}}
+	if !reflect.DeepEqual(d.MCP, want) || !d.MCP[0].Stdio() {
+		t.Fatalf("MCP = %+v, want %+v", d.MCP, want)
+	}
+	for _, back := range []func() (*fleet.Definition, error){
+		func() (*fleet.Definition, error) { return fleet.ParseJSON(d.Canonical()) },
+		func() (*fleet.Definition, error) { return fleet.ParseTOML(d.TOML()) },
+	} {
+		got, err := back()
+		if err != nil {
+			t.Fatalf("parse back: %v\n%s", err, d.TOML())
+		}
+		if !reflect.DeepEqual(got.MCP, want) {
+			t.Errorf("round trip = %+v, want %+v", got.MCP, want)
+		}
+	}
+	if c := d.Clone(); &c.MCP[0].Command[0] == &d.MCP[0].Command[0] {
+		t.Error("Clone shares the command")
+	}
+	if got, want := d.RequiredScopes(), []string{fleet.ScopeExecute, fleet.ScopeMCP}; !reflect.DeepEqual(got, want) {
+		t.Errorf("RequiredScopes = %v, want %v", got, want)
+	}
+	err = d.CheckScopes([]string{fleet.ScopeMCP})
+	if err == nil || !strings.Contains(err.Error(), `"tools:execute", needed by tool "stdio MCP server local"`) {
+		t.Errorf("CheckScopes without tools:execute = %v, want the server named", err)
+	}
+	if err := d.CheckScopes([]string{fleet.ScopeMCP, fleet.ScopeExecute}); err != nil {
+		t.Errorf("CheckScopes = %v, want nil", err)
 	}
 }

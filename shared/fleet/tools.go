@@ -125,7 +125,11 @@ func (d *Definition) RequiredScopes() []string {
 	if needs := d.mcpScopeNeeds(); len(needs) > 0 {
 		out = append(out, ScopeMCP)
 	}
+	if needs := d.stdioScopeNeeds(); len(needs) > 0 && !seen[ScopeExecute] {
+		out = append(out, ScopeExecute)
+	}
 	sort.Strings(out)
+	out = slices.Compact(out)
 	return d.addSetupScope(out)
 }
 
@@ -177,6 +181,9 @@ func (d *Definition) CheckScopes(granted []string) error {
 	}
 	if needs := d.mcpScopeNeeds(); len(needs) > 0 && !have[ScopeMCP] {
 		byScope[ScopeMCP] = needs
+	}
+	if needs := d.stdioScopeNeeds(); len(needs) > 0 && !have[ScopeExecute] {
+		byScope[ScopeExecute] = append(byScope[ScopeExecute], needs...)
 	}
 	if len(byScope) == 0 {
 		return nil
