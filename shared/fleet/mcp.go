@@ -167,8 +167,8 @@ func (d *decoder) mcp(at keyPath, v any) []MCPServer {
 		var s MCPServer
 		var nameSet, urlSet, commandSet bool
 		d.table(eat, e, map[string]field{
-			"name": func(at keyPath, v any) { s.Name, nameSet = d.str(at, v) },
-			"url":  func(at keyPath, v any) { s.URL, urlSet = d.str(at, v) },
+			"name":    func(at keyPath, v any) { s.Name, nameSet = d.str(at, v) },
+			"url":     func(at keyPath, v any) { s.URL, urlSet = d.str(at, v) },
 			"command": func(at keyPath, v any) { s.Command, commandSet = d.mcpCommand(at, v), true },
 			"headers": func(at keyPath, v any) { s.Headers = d.mcpHeaders(at, v) },
 		})
