@@ -39,6 +39,10 @@ var ErrUnknownTool = errors.New("the server has no such tool")
 // clientInfo is how agentsfleet introduces itself in initialize.
 var clientInfo = &sdk.Implementation{Name: "agentsfleet", Version: "1"}
 
+// NewClient is the SDK client agentsfleet connects with, over any
+// transport.
+func NewClient() *sdk.Client { return sdk.NewClient(clientInfo, nil) }
+
 // connect opens a session to endpoint through hc. The standalone SSE
 // stream (server-initiated messages) is not opened: a session lasts one
 // request, and a changed tool list is noticed by the caller on its next
@@ -46,7 +50,7 @@ var clientInfo = &sdk.Implementation{Name: "agentsfleet", Version: "1"}
 // server that does not answer fails once, within ctx.
 func connect(ctx context.Context, hc *http.Client, endpoint string) (*sdk.ClientSession, error) {
 	t := &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
-	cs, err := sdk.NewClient(clientInfo, nil).Connect(ctx, t, nil)
+	cs, err := NewClient().Connect(ctx, t, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
@@ -61,6 +65,13 @@ func List(ctx context.Context, hc *http.Client, endpoint string) ([]Tool, error)
 		return nil, err
 	}
 	defer cs.Close()
+	return ListSession(ctx, cs)
+}
+
+// ListSession returns every tool the server of the open session cs lists,
+// following its pages, within ctx: List over any transport (sandboxd's
+// stdio servers use it).
+func ListSession(ctx context.Context, cs *sdk.ClientSession) ([]Tool, error) {
 	var out []Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -87,6 +98,12 @@ func Call(ctx context.Context, hc *http.Client, endpoint, tool string, args json
 		return Result{}, err
 	}
 	defer cs.Close()
+	return CallSession(ctx, cs, tool, args)
+}
+
+// CallSession calls tool on the server of the open session cs: Call over
+// any transport.
+func CallSession(ctx context.Context, cs *sdk.ClientSession, tool string, args json.RawMessage) (Result, error) {
 	var arguments any = map[string]any{}
 	if len(args) > 0 {
 		arguments = args

@@ -12,6 +12,9 @@
 // network host list and fills the server's «secret:NAME» headers only
 // toward the server's own host. Nothing here reads a secret.
 //
-// Only the webtools function links this package (and the SDK): the api,
+// sandboxd links it too, for the stdio servers it starts in the sandbox
+// (ListSession, CallSession over the process's standard input and output).
+//
+// Of the Lambda functions, only webtools links this package (and the SDK): the api,
 // slack and schedule functions must not (functions/coldstart checks it).
 package mcp

@@ -72,9 +72,10 @@ func PolicyFor(cfg Config) *confine.Policy {
 }
 
 // Tools returns every tool sandboxd serves, built over cfg: one for each
-// of sandbox.Specs, embedding that spec, and wire.DeclaredTool, which the
-// runner calls for a Definition's declared tools (in no catalog, so never
-// offered to the model). It is the one place a tool's implementation is
+// of sandbox.Specs, embedding that spec, and wire.DeclaredTool,
+// wire.MCPStdioList and wire.MCPStdioCall, which the runner calls for a
+// Definition's declared tools and stdio MCP servers (in no catalog, so
+// never offered to the model). It is the one place a tool's implementation is
 // registered; its tests fail on a sandbox contract that has none here. The display tools drive cfg.Browser, or answer that the
 // sandbox has no browser when it is empty. Tools that hold state
 // (exec_command sessions, the browser) are built here once per server; a
@@ -119,7 +120,7 @@ func Tools(cfg Config) []tool.Tool {
 		sessions.ExecCommand(),
 		sessions.WriteStdin(),
 		patch.NewApplyPatch(cfg.Roots),
-	}, display...)
+	}, append(shell.NewMCP(cfg.Roots, policy, timeout).Tools(), display...)...) // the runner's, for stdio MCP servers: in no catalog
 }
 
 // ErrUnknownTool is wrapped by Call's error for a name no tool has.

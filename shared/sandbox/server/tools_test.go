@@ -38,14 +38,18 @@ func TestToolsRegistry(t *testing.T) {
 			catalog = append(catalog, info.Name)
 		}
 	}
-	// Besides them, the runner's tool for declared tools, which is in no
-	// catalog: no Definition can offer it to the model.
-	served := slices.DeleteFunc(tool.Names(tools), func(n string) bool { return n == wire.DeclaredTool })
-	if len(served) != len(tools)-1 {
-		t.Errorf("sandboxd serves %q, want %q among them", tool.Names(tools), wire.DeclaredTool)
+	// Besides them, the runner's tools for declared tools and stdio MCP
+	// servers, which are in no catalog: no Definition can offer them to
+	// the model.
+	own := []string{wire.DeclaredTool, wire.MCPStdioList, wire.MCPStdioCall}
+	served := slices.DeleteFunc(tool.Names(tools), func(n string) bool { return slices.Contains(own, n) })
+	if len(served) != len(tools)-len(own) {
+		t.Errorf("sandboxd serves %q, want %q among them", tool.Names(tools), own)
 	}
-	if _, ok := fleet.LookupTool(wire.DeclaredTool); ok {
-		t.Errorf("%q is in the catalog: the model could be offered it", wire.DeclaredTool)
+	for _, n := range own {
+		if _, ok := fleet.LookupTool(n); ok {
+			t.Errorf("%q is in the catalog: the model could be offered it", n)
+		}
 	}
 	if got, want := served, tool.Names(sandbox.Specs()); !slices.Equal(got, want) {
 		t.Errorf("sandboxd serves %q; the sandbox specs are %q", got, want)
