@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -103,6 +105,7 @@ type stdioServer struct {
 	cs      *sdk.ClientSession
 	files   []*os.File // sandboxd's ends of the pipes
 	stderr  *tailBuffer
+	out     *lineLimit
 	stopped chan struct{} // closed by stop
 	once    sync.Once
 }
@@ -172,7 +175,8 @@ func (m *MCP) start(ctx context.Context, s *stdioServer, timeout time.Duration) 
 	}
 	s.group = g
 	go func() { _, _ = s.stderr.ReadFrom(errR) }()
-	t := &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxMCPMessage}
+	s.out = &lineLimit{r: outR, max: maxMCPMessage}
+	t := &sdk.IOTransport{Reader: s.out, Writer: inW, MaxLineLength: 2 * maxMCPMessage}
 	cs, err := mcp.NewClient().Connect(ctx, t, nil)
 	if err != nil {
 		if why, ok := s.waitExit(); ok {
@@ -224,7 +228,7 @@ func (m *MCP) session(ctx context.Context, name string, command []string, timeou
 			case old.err != nil:
 				// It failed to start: this call tries again.
 			case gone:
-				note = fmt.Sprintf("[the MCP server %s had %s since the last call; it was started again for this one]\n", name, why)
+				note = fmt.Sprintf("[the MCP server %s %s since the last call; it was started again for this one]\n", name, why)
 			case !slices.Equal(old.command, command):
 			default:
 				m.mu.Unlock()
@@ -301,6 +305,9 @@ func (m *MCP) request(ctx context.Context, op, name string, command []string, do
 	}
 	var rpcErr *jsonrpc.Error
 	switch {
+	case s.out.over.Load():
+		m.drop(s)
+		return tool.Errorf("%s%s: the MCP server %s wrote a message larger than %d MiB, the most sandboxd reads, so it was stopped; the next call starts it again", note, op, name, maxMCPMessage>>20)
 	case errors.Is(err, mcp.ErrUnknownTool):
 		return tool.Errorf("%s%s: %v", wire.MCPUnknownTool, op, err)
 	case errors.As(err, &rpcErr):
@@ -474,6 +481,34 @@ func exitDescription(err error) string {
 	}
 	return fmt.Sprintf("exited with code %d", code)
 }
+
+// lineLimit reads r and fails once a line (a JSON-RPC message) grows past
+// max bytes, noting it in over.
+type lineLimit struct {
+	r    io.ReadCloser
+	max  int
+	line int
+	over atomic.Bool
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	if l.over.Load() {
+		return 0, errors.New("a message is too large")
+	}
+	n, err := l.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		l.line = n - i - 1
+	} else {
+		l.line += n
+	}
+	if l.line > l.max {
+		l.over.Store(true)
+		return 0, errors.New("a message is too large")
+	}
+	return n, err
+}
+
+func (l *lineLimit) Close() error { return l.r.Close() }
 
 // tailBuffer keeps the last max bytes written to it. Safe for concurrent
 // use.
