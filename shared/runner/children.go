@@ -261,19 +261,32 @@ func (c children) Interrupt(ctx context.Context, k control.Child) (bool, error) 
 
 func (c children) Cancelled() bool { return c.x.cancelled.Load() }
 
-// heldTools are the tools this agent holds, sorted.
+// heldTools are the tools this agent holds, sorted: its built-in and
+// declared tools, and the MCP entries of its allowlist (a full name or a
+// server's mcp__<server>__*), which a child may be given in turn.
 func (x *execution) heldTools() []string {
 	out := make([]string, 0, len(x.tools.entries))
 	for name := range x.tools.entries {
 		out = append(out, name)
 	}
+	for _, name := range x.allowed {
+		if fleet.IsMCPToolName(name) {
+			out = append(out, name)
+		}
+	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// usesSandboxTool reports whether one of tools runs in the sandbox.
+// usesSandboxTool reports whether one of tools runs in the sandbox (a
+// stdio MCP server's tools do).
 func (x *execution) usesSandboxTool(tools []string) bool {
 	for _, t := range tools {
+		if server, _, ok := fleet.SplitMCPToolName(t); ok {
+			if srv, ok := x.def.MCPServerByName(server); ok && srv.Stdio() {
+				return true
+			}
+		}
 		if e, ok := x.tools.entries[t]; ok && (e.RunsIn == fleet.InSandbox || e.RunsIn == fleet.InDisplay) {
 			return true
 		}

@@ -117,7 +117,7 @@ func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (mo
 	m, isMCP := x.tools.mcp[call.Name]
 	x.mu.Unlock()
 	if isMCP {
-		set(x.mcpCall(ctx, call, m))
+		set(x.mcpCall(ctx, i, call, m))
 		return out, nil
 	}
 	e, ok := x.tools.entries[call.Name]
@@ -214,17 +214,25 @@ func (x *execution) idempotencyKey(i int, call model.ToolCall) string {
 }
 
 // sandboxCall sends a call to the run's sandbox, starting it on first use.
-// A sandbox that does not answer is let go: the call fails with an error
-// result saying so, and the next call gets a new sandbox.
 func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall) tool.Result {
+	return x.sandboxOp(ctx, call.Name, func(ctx context.Context, sb *launch.Sandbox) (tool.Result, error) {
+		return x.sandboxSend(ctx, sb, i, call)
+	})
+}
+
+// sandboxOp runs send against the run's sandbox, started on first use,
+// with the agent and the fleet's tool timeout on its context; name starts
+// its errors. A sandbox that does not answer is let go: the result is an
+// error saying so, and the next call gets a new sandbox.
+func (x *execution) sandboxOp(ctx context.Context, name string, send func(context.Context, *launch.Sandbox) (tool.Result, error)) tool.Result {
 	sb, err := x.acquireSandbox(ctx)
 	if err != nil {
-		return tool.Errorf("%s: no sandbox could be started for this run: %v", call.Name, err)
+		return tool.Errorf("%s: no sandbox could be started for this run: %v", name, err)
 	}
 	// The fleet's tool timeout goes with every call: a pooled sandbox was
 	// started before the run, without it.
 	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agent.id()), x.def.Limits.ToolTimeout())
-	res, err := x.sandboxSend(cctx, sb, i, call)
+	res, err := send(cctx, sb)
 	switch {
 	case err == nil:
 		if note := x.takeFolderNote(); note != "" {
@@ -235,11 +243,11 @@ func (x *execution) sandboxCall(ctx context.Context, i int, call model.ToolCall)
 		x.r.log.Warn("sandbox stopped answering", "run_id", x.run.ID, "sandbox", sb.ID, "error", err)
 		x.dropSandbox(ctx, sb)
 		if x.keepsFolders() {
-			return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the fleet's folder comes back as the last run saved it (this run's changes to it are lost), running exec_command sessions are not kept", call.Name, err)
+			return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the fleet's folder comes back as the last run saved it (this run's changes to it are lost), running exec_command sessions are not kept", name, err)
 		}
-		return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the files in the workdir and /agent are kept, running exec_command sessions are not", call.Name, err)
+		return tool.Errorf("%s: the sandbox stopped answering (%v). The next call starts a new sandbox: the files in the workdir and /agent are kept, running exec_command sessions are not", name, err)
 	}
-	return tool.Errorf("%s: %v", call.Name, err)
+	return tool.Errorf("%s: %v", name, err)
 }
 
 func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error) {

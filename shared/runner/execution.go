@@ -33,6 +33,9 @@ type execution struct {
 	st        *state
 	step      int64 // the last committed step
 	tools     *toolset
+	// allowed are the tools the agent may use: the Definition's, or a
+	// child's share.
+	allowed []string
 	// sandbox is the run's sandbox once a tool needed it; mu guards it
 	// across concurrent tool calls.
 	mu      sync.Mutex
@@ -87,7 +90,8 @@ func (x *execution) loadDefinition(ctx context.Context, tools []string) (ok bool
 	if x.tools, err = newToolset(x.def, tools); err != nil {
 		return false, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeDefinition, Message: err.Error()})
 	}
-	x.offerMCP(ctx, tools)
+	x.allowed = tools
+	x.offerMCP(ctx, tools, false)
 	return true, nil
 }
 
@@ -101,6 +105,8 @@ func (x *execution) loop(ctx context.Context) error {
 	if err := x.setUp(ctx); err != nil || x.st.Ended != nil {
 		return err
 	}
+	// The stdio MCP servers start in the sandbox, set up by now.
+	x.offerMCP(ctx, x.allowed, true)
 	defer x.watch(ctx)()
 	x.awaitBurst(ctx)
 	for {

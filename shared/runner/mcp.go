@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
+	sbwire "github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/fence"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
@@ -29,13 +32,14 @@ type mcpOffered struct {
 	server, tool string
 }
 
-// offerMCP lists, through webtools, the tools of every MCP server the
-// agent's allowlist names (once per run: the listing is kept in the
-// checkpoint), and offers those the allowlist admits as
-// mcp__<server>__<tool>.
-func (x *execution) offerMCP(ctx context.Context, allowed []string) {
+// offerMCP lists the tools of every MCP server the agent's allowlist names
+// (once per run: the listing is kept in the checkpoint), the remote ones
+// through webtools or, with stdio, the stdio ones in the sandbox, and
+// offers those the allowlist admits as mcp__<server>__<tool>. The stdio
+// servers are listed after the setup step, which may install them.
+func (x *execution) offerMCP(ctx context.Context, allowed []string, stdio bool) {
 	for _, srv := range x.def.MCP {
-		if !fleet.AllowsMCPServer(allowed, srv.Name) {
+		if srv.Stdio() != stdio || !fleet.AllowsMCPServer(allowed, srv.Name) {
 			continue
 		}
 		l, ok := x.st.MCP[srv.Name]
@@ -46,11 +50,18 @@ func (x *execution) offerMCP(ctx context.Context, allowed []string) {
 	}
 }
 
-// listMCP asks webtools for the tools of server and keeps the answer in
-// the checkpoint.
+// listMCP asks webtools (a remote server) or the sandbox (a stdio server)
+// for the tools of server and keeps the answer in the checkpoint.
 func (x *execution) listMCP(ctx context.Context, server string) mcpListing {
-	args, _ := json.Marshal(wire.MCPListArgs{Server: server}) // a string: cannot fail
-	res := x.webRequest(ctx, wire.ToolMCPList, args)
+	var res tool.Result
+	if srv, ok := x.def.MCPServerByName(server); ok && srv.Stdio() {
+		res = x.sandboxOp(ctx, "MCP server "+server, func(ctx context.Context, sb *launch.Sandbox) (tool.Result, error) {
+			return sb.Client.MCPStdioList(ctx, sbwire.MCPStdioListArgs{Server: server, Command: srv.Command})
+		})
+	} else {
+		args, _ := json.Marshal(wire.MCPListArgs{Server: server}) // a string: cannot fail
+		res = x.webRequest(ctx, wire.ToolMCPList, args)
+	}
 	var l mcpListing
 	switch {
 	case res.IsError:
@@ -153,16 +164,23 @@ func (x *execution) mcpNote() string {
 	return b.String()
 }
 
-// mcpCall calls an MCP tool through webtools. A tool the server no longer
-// has makes the runner list the server again (once a call) and answer an
-// error naming the tools it now has.
-func (x *execution) mcpCall(ctx context.Context, call model.ToolCall, o mcpOffered) tool.Result {
-	args, err := json.Marshal(wire.MCPCallArgs{Server: o.server, Tool: o.tool, Arguments: call.Arguments})
-	if err != nil {
-		return tool.Errorf("%s: the arguments are not JSON: %v", call.Name, err)
+// mcpCall calls an MCP tool through webtools (a remote server) or in the
+// sandbox (a stdio server). A tool the server no longer has makes the
+// runner list the server again (once a call) and answer an error naming
+// the tools it now has.
+func (x *execution) mcpCall(ctx context.Context, i int, call model.ToolCall, o mcpOffered) tool.Result {
+	var res tool.Result
+	unknown := wire.MCPUnknownTool
+	if srv, ok := x.def.MCPServerByName(o.server); ok && srv.Stdio() {
+		res, unknown = x.stdioCall(ctx, i, call, o, srv), sbwire.MCPUnknownTool
+	} else {
+		args, err := json.Marshal(wire.MCPCallArgs{Server: o.server, Tool: o.tool, Arguments: call.Arguments})
+		if err != nil {
+			return tool.Errorf("%s: the arguments are not JSON: %v", call.Name, err)
+		}
+		res = x.webRequest(ctx, wire.ToolMCPCall, args)
 	}
-	res := x.webRequest(ctx, wire.ToolMCPCall, args)
-	if !res.IsError || !strings.HasPrefix(res.Output, wire.MCPUnknownTool) {
+	if !res.IsError || !strings.HasPrefix(res.Output, unknown) {
 		return res
 	}
 	l := x.listMCP(ctx, o.server)
@@ -183,6 +201,33 @@ func (x *execution) mcpCall(ctx context.Context, call model.ToolCall, o mcpOffer
 		return tool.Errorf("%s: the MCP server %s no longer has this tool, and offers none of the tools this fleet may use now", call.Name, o.server)
 	}
 	return tool.Errorf("%s: the MCP server %s no longer has this tool (its tool list changed); its tools are now %s", call.Name, o.server, strings.Join(now, ", "))
+}
+
+// stdioCall calls a stdio server's tool in the run's sandbox, with the
+// command from the Definition (never from the model). What comes back is
+// the server's (through sandboxd): it is screened for the fleet's secret
+// values, as webtools screens a remote server's result, and fenced as
+// untrusted under a line naming the server. (A value could reach the
+// sandbox through a file the setup step left; the screen keeps it from
+// the model.) A tool the server does not have comes back as it is, for
+// mcpCall to list the server again.
+func (x *execution) stdioCall(ctx context.Context, i int, call model.ToolCall, o mcpOffered, srv fleet.MCPServer) tool.Result {
+	args := sbwire.MCPStdioCallArgs{Server: o.server, Command: srv.Command, Tool: o.tool, Arguments: call.Arguments}
+	if len(bytes.TrimSpace(args.Arguments)) == 0 {
+		args.Arguments = nil
+	}
+	key := x.idempotencyKey(i, call)
+	res := x.sandboxOp(ctx, call.Name, func(ctx context.Context, sb *launch.Sandbox) (tool.Result, error) {
+		return sb.Client.MCPStdioCall(ctx, args, key)
+	})
+	if res.IsError && strings.HasPrefix(res.Output, sbwire.MCPUnknownTool) {
+		return res
+	}
+	var sc screen
+	sc.addLong(&res.Output)
+	x.screen(ctx, &sc)
+	res.Output = fence.Wrap("stdio MCP server "+o.server+" (MCP tool "+o.tool+")", res.Output)
+	return res
 }
 
 // webRequest sends an MCP operation to the webtools function, with the

@@ -170,7 +170,7 @@ func share(g Grant, args SpawnAgentArgs) (NewChild, string) {
 	}
 	nc.Tools = sorted(nc.Tools)
 	for _, t := range nc.Tools {
-		if !slices.Contains(g.Tools, t) {
+		if !holds(g.Tools, t) {
 			return nc, fault.New(fault.ChildToolNotHeld, "you do not hold %q, so the child cannot; you hold %s", t, strings.Join(g.Tools, ", ")).Error()
 		}
 		if leaf && IsAgentTool(t) {
@@ -194,6 +194,21 @@ func share(g Grant, args SpawnAgentArgs) (NewChild, string) {
 		}
 	}
 	return nc, ""
+}
+
+// holds reports whether the tools held admit t: by its name, or, for an
+// MCP tool (mcp__<server>__<tool>), by its server's mcp__<server>__*. A
+// child may be given a server's wildcard only if its parent holds it.
+func holds(held []string, t string) bool {
+	if slices.Contains(held, t) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(t, "mcp__")
+	if !ok {
+		return false
+	}
+	server, name, ok := strings.Cut(rest, "__")
+	return ok && server != "" && name != "" && name != "*" && slices.Contains(held, "mcp__"+server+"__*")
 }
 
 func sorted(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
