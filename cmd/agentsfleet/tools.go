@@ -20,6 +20,10 @@ type toolJSON struct {
 	Scope       string          `json:"scope"`
 	Builtin     bool            `json:"builtin"`
 	Declared    bool            `json:"declared"`
+	// MCPServer names the Definition's MCP server of an entry that stands
+	// for all of its tools (Name is mcp__<server>__*): they are known only
+	// once a run lists them.
+	MCPServer string `json:"mcp_server,omitempty"`
 	Available   bool            `json:"available"`
 	Summary     string          `json:"summary"`
 	Description string          `json:"description"`
@@ -33,7 +37,9 @@ type toolJSON struct {
 // display tools are available when this machine has a Chromium for the
 // local sandboxes (findBrowser), as `agentsfleet run` and `dev` find it.
 // With -f DEF, the tools DEF declares ([[tools.declared]]) are listed among
-// them, marked declared.
+// them, marked declared, and each MCP server it names as one entry
+// mcp__<server>__* (its tools are known only once a run starts it and
+// lists them), with where it runs and its scope.
 func tools(args []string, out io.Writer, getenv func(string) string) error {
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -45,13 +51,18 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 	if *output != "text" && *output != "json" {
 		return fmt.Errorf("%w: --output is text or json, not %q", errUsage, *output)
 	}
-	all, declared, err := toolEntries(*file)
+	all, declared, servers, err := toolEntries(*file)
 	if err != nil {
 		return err
 	}
 	if names := fs.Args(); len(names) > 0 {
 		var picked []toolbox.Entry
+		var pickedServers []toolJSON
 		for _, name := range names {
+			if k := slices.IndexFunc(servers, func(s toolJSON) bool { return s.Name == name }); k >= 0 {
+				pickedServers = append(pickedServers, servers[k])
+				continue
+			}
 			i := slices.IndexFunc(all, func(e toolbox.Entry) bool { return e.Name == name })
 			if i < 0 {
 				known := make([]string, len(all))
@@ -62,7 +73,7 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 			}
 			picked = append(picked, all[i])
 		}
-		all = picked
+		all, servers = picked, pickedServers
 	}
 	chromium, err := findBrowser(getenv, exec.LookPath)
 	if err != nil {
@@ -77,6 +88,7 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 			Description: e.Spec.Description(), Schema: e.Spec.Schema(),
 		}
 	}
+	list = append(list, servers...)
 	if *output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -92,6 +104,10 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 		}
 		if t.Declared {
 			fmt.Fprintf(out, ", declared in %s", *file)
+		}
+		if t.MCPServer != "" {
+			fmt.Fprintf(out, ", MCP server %s in %s\n  %s\n", t.MCPServer, *file, t.Summary)
+			continue
 		}
 		switch {
 		case !t.Available && t.RunsIn == fleet.InDisplay:
@@ -109,25 +125,38 @@ func tools(args []string, out io.Writer, getenv func(string) string) error {
 }
 
 // toolEntries returns the catalog and, when file names a Definition, the
-// tools it declares, all sorted by name, with the declared ones' names.
-func toolEntries(file string) ([]toolbox.Entry, []string, error) {
+// tools it declares, all sorted by name, with the declared ones' names,
+// and an entry for each of its MCP servers.
+func toolEntries(file string) ([]toolbox.Entry, []string, []toolJSON, error) {
 	all := toolbox.All()
 	if file == "" {
-		return all, nil, nil
+		return all, nil, nil, nil
 	}
 	def, err := readDefinition(file)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var names []string
 	for _, t := range def.DeclaredTools {
 		spec, err := t.Spec()
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", file, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
 		}
 		all = append(all, toolbox.Entry{Info: spec.Info(), Spec: spec})
 		names = append(names, t.Name)
 	}
 	slices.SortFunc(all, func(a, b toolbox.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return all, names, nil
+	var servers []toolJSON
+	for _, s := range def.MCP {
+		e := toolJSON{Name: fleet.MCPToolName(s.Name, "*"), MCPServer: s.Name, Scope: fleet.ScopeMCP, Available: true}
+		if s.Stdio() {
+			e.RunsIn, e.Scope = fleet.InSandbox, fleet.ScopeMCP+" and "+fleet.ScopeExecute
+			e.Summary = "The tools of the stdio MCP server " + s.Name + ", started confined in the sandbox as " + strings.Join(s.Command, " ") + "; known once a run starts it and lists them."
+		} else {
+			e.RunsIn = fleet.InWebtools
+			e.Summary = "The tools of the remote MCP server " + s.Name + " at " + s.URL + "; known once a run lists them."
+		}
+		servers = append(servers, e)
+	}
+	return all, names, servers, nil
 }

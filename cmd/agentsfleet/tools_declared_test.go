@@ -115,3 +115,53 @@ parameters = { type = "object", properties = { path = { type = "string" } }, req
 		t.Fatalf("output lacks %q:\n%s", want, out.String())
 	}
 }
+
+// TestToolsListsMCPServers: -f DEF lists each MCP server as one entry, its
+// pattern, where it runs and its scope (its tools are known only once a
+// run lists them).
+func TestToolsListsMCPServers(t *testing.T) {
+	t.Parallel()
+	def := filepath.Join(t.TempDir(), "mcp.toml")
+	doc := `name = "m"
+instructions = "x"
+[x-agentsfleet]
+tools = ["mcp__local__*", "mcp__docs__search"]
+[x-agentsfleet.network]
+hosts = ["mcp.example.com"]
+[[x-agentsfleet.mcp]]
+name = "local"
+command = ["node", "server.js"]
+[[x-agentsfleet.mcp]]
+name = "docs"
+url = "https://mcp.example.com/mcp"
+`
+	if err := os.WriteFile(def, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := tools([]string{"-f", def, "--output", "json"}, &out, browserEnv(browserOff)); err != nil {
+		t.Fatal(err)
+	}
+	var list []toolJSON
+	if err := json.Unmarshal(out.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]toolJSON{}
+	for _, e := range list {
+		byName[e.Name] = e
+	}
+	local, docs := byName["mcp__local__*"], byName["mcp__docs__*"]
+	if local.MCPServer != "local" || local.RunsIn != fleet.InSandbox || local.Scope != "tools:mcp and tools:execute" || !strings.Contains(local.Summary, "node server.js") {
+		t.Errorf("the stdio server's entry = %+v", local)
+	}
+	if docs.MCPServer != "docs" || docs.RunsIn != fleet.InWebtools || docs.Scope != fleet.ScopeMCP || !strings.Contains(docs.Summary, "https://mcp.example.com/mcp") {
+		t.Errorf("the remote server's entry = %+v", docs)
+	}
+	out.Reset()
+	if err := tools([]string{"-f", def, "mcp__local__*"}, &out, browserEnv(browserOff)); err != nil {
+		t.Fatal(err)
+	}
+	if want := "mcp__local__* — runs in the sandbox, scope tools:mcp and tools:execute, MCP server local in " + def + "\n  The tools of the stdio MCP server local"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("text = %q, want it to start %q", out.String(), want)
+	}
+}
