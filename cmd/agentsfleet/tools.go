@@ -15,15 +15,15 @@ import (
 
 // toolJSON is one tool as `agentsfleet tools --output json` prints it.
 type toolJSON struct {
-	Name        string          `json:"name"`
-	RunsIn      fleet.Location  `json:"runs_in"`
-	Scope       string          `json:"scope"`
-	Builtin     bool            `json:"builtin"`
-	Declared    bool            `json:"declared"`
+	Name     string         `json:"name"`
+	RunsIn   fleet.Location `json:"runs_in"`
+	Scope    string         `json:"scope"`
+	Builtin  bool           `json:"builtin"`
+	Declared bool           `json:"declared"`
 	// MCPServer names the Definition's MCP server of an entry that stands
 	// for all of its tools (Name is mcp__<server>__*): they are known only
 	// once a run lists them.
-	MCPServer string `json:"mcp_server,omitempty"`
+	MCPServer   string          `json:"mcp_server,omitempty"`
 	Available   bool            `json:"available"`
 	Summary     string          `json:"summary"`
 	Description string          `json:"description"`

@@ -25,7 +25,9 @@
 //
 // A Definition's declared tools run through one tool of sandboxd's own,
 // POST /v1/tools/declared with DeclaredArgs (the runner's, offered to no
-// model; see DeclaredTool).
+// model; see DeclaredTool); its stdio MCP servers through two more,
+// POST /v1/tools/mcp_stdio_list and /v1/tools/mcp_stdio_call (see
+// MCPStdioList).
 //
 // Every answer is JSON (Content-Type application/json). Every status but
 // 200 has the body ErrorBody, {"error": "…"}, whose words are for the
