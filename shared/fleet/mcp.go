@@ -408,7 +408,7 @@ func (d *Definition) mcpWire() []wireMCP {
 	}
 	out := make([]wireMCP, len(d.MCP))
 	for i, s := range d.MCP {
-		out[i] = wireMCP{Name: s.Name, URL: s.URL, Headers: s.Headers, Command: s.Command}
+		out[i] = wireMCP(s)
 	}
 	return out
 }
