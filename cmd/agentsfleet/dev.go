@@ -170,7 +170,7 @@ func loadExamples(ctx context.Context, st *store.Store, dir string) ([]string, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		_, err = st.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash()})
+		_, err = st.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash(), Origin: store.Origin{Via: store.OriginLocal}})
 		if err != nil && !errors.Is(err, fault.FleetExists) {
 			return nil, fmt.Errorf("create fleet %s: %w", def.Name, err)
 		}
