@@ -146,6 +146,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	}
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintf(out, "extensions     declared tools and setup steps in the local sandboxes; remote MCP servers through the webtools function\n")
+	fmt.Fprintln(out, "improvements   chats on the in-process runner's agent: bin/agentsfleet improve FLEET, bin/agentsfleet revisions FLEET")
 	fmt.Fprintf(out, "not built yet  %s\n", notBuilt)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
@@ -190,7 +191,7 @@ const tryFleet = "reference-fleet"
 // hookFile), each a line for a shell in the repository's root.
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "stdio MCP servers ([[x-agentsfleet.mcp]] command), self-managed runners, the improvement chat, approvals and the egress log, the web console and telemetry, repositories and pull requests"
+const notBuilt = "stdio MCP servers ([[x-agentsfleet.mcp]] command), self-managed runners, approvals and the egress log, the web console and telemetry, repositories and pull requests"
 
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{
