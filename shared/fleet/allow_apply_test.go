@@ -1,6 +1,11 @@
 package fleet_test
-import ("testing";"github.com/agentsfleet/agentsfleet/shared/fleet")
-func TestAllowApplyRoundTrips(t *testing.T){
+
+import (
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"testing"
+)
+
+func TestAllowApplyRoundTrips(t *testing.T) {
 	t.Parallel()
 	d, err := fleet.ParseTOML([]byte("name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet.slack]\nallow_apply = [\"U0123ABCD\", \"S0456EFGH\"]\n"))
 	if err != nil || len(d.SlackAccess.AllowApply) != 2 {

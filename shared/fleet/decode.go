@@ -56,19 +56,19 @@ type listEntry struct {
 func (d *decoder) definition(root map[string]any) *Definition {
 	def := &Definition{}
 	var (
-		workdirSet, sizeSet    bool
-		size                   string
-		tools, hosts           []listEntry
-		hostsAt                keyPath
-		timeout, tokens, calls intSetting
-		onReply                string
-		onReplySet             bool
-		merge                  intSetting
+		workdirSet, sizeSet               bool
+		size                              string
+		tools, hosts                      []listEntry
+		hostsAt                           keyPath
+		timeout, tokens, calls            intSetting
+		onReply                           string
+		onReplySet                        bool
+		merge                             intSetting
 		allowStart, allowStop, allowApply []listEntry
-		declared               []declaredEntry
-		startAt, stopAt, applyAt keyPath
-		startSet, stopSet, applySet bool
-		setup                  setupDecoder
+		declared                          []declaredEntry
+		startAt, stopAt, applyAt          keyPath
+		startSet, stopSet, applySet       bool
+		setup                             setupDecoder
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
