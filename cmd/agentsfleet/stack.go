@@ -306,7 +306,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	}
 	// The runner function's handler, as its Lambda main registers it: runs,
 	// child agents and improvement chats' turns.
-	chats, err := agent.New(agent.Config{Store: s.Store, Model: s.Model.Model, DefaultModel: s.Model.DefaultModel, Log: log})
+	chats, err := agent.New(agent.Config{Store: s.Store, Model: s.Model.Model, DefaultModel: s.Model.DefaultModel, Invoker: s.Funcs, Log: log})
 	if err != nil {
 		return nil, err
 	}

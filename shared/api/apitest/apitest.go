@@ -145,7 +145,7 @@ func New(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chats, err := agent.New(agent.Config{Store: s.Store, Model: cm, DefaultModel: "scripted", Log: quiet})
+	chats, err := agent.New(agent.Config{Store: s.Store, Model: cm, DefaultModel: "scripted", Invoker: s.Local, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

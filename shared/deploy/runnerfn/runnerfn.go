@@ -111,7 +111,7 @@ func New(ctx context.Context, e deploy.Env) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	chats, err := agent.New(agent.Config{Store: st, Model: chosen.Model, DefaultModel: chosen.DefaultModel, Log: log})
+	chats, err := agent.New(agent.Config{Store: st, Model: chosen.Model, DefaultModel: chosen.DefaultModel, Invoker: inv, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,9 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/improve"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model"
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -32,10 +34,11 @@ type Config struct {
 	Model model.Model
 	// DefaultModel is the model id for fleets whose Definition names none.
 	DefaultModel string
-	// Notify, when set, is told of each turn's end (the slack function
-	// posts a proposal in the chat's thread through it).
-	Notify func(ctx context.Context, imp store.Improvement)
-	Log    *slog.Logger
+	// Invoker, when set, calls the slack function (invoke.Slack) to post
+	// each turn's answer, and a proposal with its Apply and Discard
+	// buttons, in the Slack thread of a chat started from Slack.
+	Invoker invoke.Invoker
+	Log     *slog.Logger
 }
 
 // Agent runs chats' turns. Safe for concurrent use.
@@ -90,12 +93,32 @@ func (a *Agent) Handle(ctx context.Context, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("improve agent: %w", err)
 	}
-	if a.cfg.Notify != nil {
-		if imp, err := a.cfg.Store.GetImprovement(ctx, imp.ID); err == nil {
-			a.cfg.Notify(ctx, imp)
-		}
-	}
+	a.toThread(ctx, imp, end, l)
 	return nil, nil
+}
+
+// toThread posts the turn's end in the chat's Slack thread, if it has one:
+// the agent's answer, with the proposal and its buttons when it made one.
+// A post that fails is logged; the chat keeps the answer either way.
+func (a *Agent) toThread(ctx context.Context, imp store.Improvement, end store.TurnEnd, l improve.Log) {
+	if imp.Slack.Channel == "" || a.cfg.Invoker == nil {
+		return
+	}
+	req := thread.Request{Op: thread.OpLine, Fleet: imp.Fleet, Channel: imp.Slack.Channel, ThreadTS: imp.Slack.ThreadTS}
+	if n := len(l.Messages); n > 0 && l.Messages[n-1].Role == improve.RoleAgent {
+		req.Text = l.Messages[n-1].Text
+	}
+	switch {
+	case end.Proposal != nil:
+		req.Op, req.Improvement, req.Summary, req.Diff = thread.OpProposal, imp.ID, end.Proposal.Summary, end.Proposal.Diff
+	case end.Status == store.ImproveFailed:
+		req.Text = "The turn failed: " + end.Error
+	}
+	req.Text = thread.Inert(req.Text)
+	payload, _ := json.Marshal(req)
+	if _, err := a.cfg.Invoker.Call(ctx, invoke.Slack, payload); err != nil {
+		a.cfg.Log.Warn("improvement turn not posted to its Slack thread", "improvement_id", imp.ID, "error", err)
+	}
 }
 
 // turn runs the model until it answers without a tool call, adding to l,
