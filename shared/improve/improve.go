@@ -4,8 +4,8 @@
 // diff, which a person applies or discards. It holds what every door (the
 // HTTP API, Slack, the CLI through the API) does to a chat: start one, post
 // a message, read it, apply, discard. It needs only the store and the
-// invoker, so that the functions serving those doors do not link the
-// agent's loop: a turn runs on the runner function, started with a
+// invoker, so that the functions serving those doors link neither the
+// agent's loop nor the model packages: a turn runs on the runner function, started with a
 // Payload, as a run is.
 //
 // The agent can never apply anything: nothing it can call writes a
@@ -28,7 +28,6 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
-	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
@@ -67,11 +66,13 @@ type Chats struct {
 	Invoker invoke.Invoker
 }
 
-// Log is a chat's conversation, decoded: what people see and what the
-// agent's model sees.
+// Log is a chat's conversation, decoded: what people see, and the
+// agent's own memory of it (its model conversation, which the agent reads
+// and writes; this package only keeps it, so that the doors starting chats
+// do not link the model packages).
 type Log struct {
 	Messages     []wire.ImprovementMessage
-	Conversation []model.Message
+	Conversation json.RawMessage
 }
 
 // Encode is l as the Store keeps it.
@@ -80,11 +81,7 @@ func (l Log) Encode() (store.ImprovementLog, error) {
 	if err != nil {
 		return store.ImprovementLog{}, err
 	}
-	c, err := json.Marshal(l.Conversation)
-	if err != nil {
-		return store.ImprovementLog{}, err
-	}
-	return store.ImprovementLog{Messages: m, Conversation: c}, nil
+	return store.ImprovementLog{Messages: m, Conversation: l.Conversation}, nil
 }
 
 // DecodeLog reads a Log the Store kept.
@@ -95,18 +92,14 @@ func DecodeLog(sl store.ImprovementLog) (Log, error) {
 			return Log{}, fmt.Errorf("decode the chat's messages: %w", err)
 		}
 	}
-	if len(sl.Conversation) > 0 {
-		if err := json.Unmarshal(sl.Conversation, &l.Conversation); err != nil {
-			return Log{}, fmt.Errorf("decode the chat's conversation: %w", err)
-		}
-	}
+	l.Conversation = sl.Conversation
 	return l, nil
 }
 
-// add appends a person's message to l.
+// add appends a person's message to l; the agent reads it into its
+// conversation at its turn.
 func (l *Log) add(text, by string, at time.Time) {
 	l.Messages = append(l.Messages, wire.ImprovementMessage{Role: RolePerson, Text: text, By: by, Time: at})
-	l.Conversation = append(l.Conversation, model.Message{Role: model.User, Content: []model.Part{{Text: text}}})
 }
 
 func checkMessage(text string) error {

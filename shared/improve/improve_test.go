@@ -488,3 +488,21 @@ func TestRestoreRevision(t *testing.T) {
 		t.Fatalf("diff from x = %d %v, want 400", status, body)
 	}
 }
+
+// A turn whose model fails ends the chat's turn failed, saying why, and
+// the chat takes the next message.
+func TestFailedTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "[[turn]]\ntext = \"first\"\n", nil)
+	id, _ := e.chat(e.srv.Admin, "hello")
+	if status, body := e.do("POST", "/v1/improvements/"+id+"/messages", e.srv.Admin, map[string]string{"message": "again"}); status != 202 {
+		t.Fatalf("message = %d %v", status, body)
+	}
+	v := e.settled(id)
+	if v.Status != "failed" || !strings.Contains(v.Error, "the chat's model failed") || len(v.Messages) != 3 {
+		t.Fatalf("chat = %+v, want failed saying the model failed, the message kept", v)
+	}
+	if status, body := e.do("POST", "/v1/improvements/"+id+"/messages", e.srv.Admin, map[string]string{"message": "once more"}); status != 202 {
+		t.Fatalf("a message after a failed turn = %d %v, want 202", status, body)
+	}
+}

@@ -121,22 +121,72 @@ func (a *Agent) toThread(ctx context.Context, imp store.Improvement, end store.T
 	}
 }
 
+// memory is the agent's conversation with its model (improve.Log's
+// Conversation): the model's messages, and how many of the chat's messages
+// they hold.
+type memory struct {
+	Seen     int             `json:"seen"`
+	Messages []model.Message `json:"messages"`
+}
+
+// recall is l's memory with the people's messages posted since the last
+// turn added as user messages.
+func recall(l *improve.Log) (memory, error) {
+	var m memory
+	if len(l.Conversation) > 0 {
+		if err := json.Unmarshal(l.Conversation, &m); err != nil {
+			return memory{}, fmt.Errorf("decode the chat's conversation: %w", err)
+		}
+	}
+	for _, msg := range l.Messages[min(m.Seen, len(l.Messages)):] {
+		if msg.Role != improve.RolePerson {
+			continue
+		}
+		// Messages that came while no turn answered (a failed one) join one
+		// user message: providers want the roles to alternate.
+		part := model.Part{Text: msg.Text}
+		if n := len(m.Messages); n > 0 && m.Messages[n-1].Role == model.User {
+			m.Messages[n-1].Content = append(m.Messages[n-1].Content, part)
+			continue
+		}
+		m.Messages = append(m.Messages, model.Message{Role: model.User, Content: []model.Part{part}})
+	}
+	return m, nil
+}
+
 // turn runs the model until it answers without a tool call, adding to l,
 // and says how the turn ended.
 func (a *Agent) turn(ctx context.Context, imp store.Improvement, l *improve.Log) store.TurnEnd {
+	mem, err := recall(l)
+	if err != nil {
+		return store.TurnEnd{Status: store.ImproveFailed, Error: err.Error()}
+	}
+	end := a.converse(ctx, imp, l, &mem)
+	if end.Status != store.ImproveFailed {
+		// A failed turn keeps the memory as it was, so that its half-done
+		// exchange is not sent again and the next turn reads this turn's
+		// message with the next one.
+		mem.Seen = len(l.Messages)
+		l.Conversation, _ = json.Marshal(mem) // model messages always encode
+	}
+	return end
+}
+
+// converse is the turn's exchange with the model, adding to mem and l.
+func (a *Agent) converse(ctx context.Context, imp store.Improvement, l *improve.Log, mem *memory) store.TurnEnd {
 	t := &turn{st: a.cfg.Store, imp: imp}
 	req, err := a.request(ctx, t)
 	if err != nil {
 		return store.TurnEnd{Status: store.ImproveFailed, Error: err.Error()}
 	}
 	for range MaxSteps {
-		req.Messages = l.Conversation
+		req.Messages = mem.Messages
 		resp, err := a.cfg.Model.Converse(ctx, req)
 		if err != nil {
 			a.cfg.Log.Warn("improvement turn failed", "improvement_id", imp.ID, "error", err)
 			return store.TurnEnd{Status: store.ImproveFailed, Error: "the chat's model failed: " + err.Error()}
 		}
-		l.Conversation = append(l.Conversation, resp.Message)
+		mem.Messages = append(mem.Messages, resp.Message)
 		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
 			l.Messages = append(l.Messages, wire.ImprovementMessage{Role: improve.RoleAgent, Text: resp.Message.Text(),
@@ -151,7 +201,7 @@ func (a *Agent) turn(ctx context.Context, imp store.Improvement, l *improve.Log)
 			}
 			results.Content = append(results.Content, model.Part{ToolResult: &res})
 		}
-		l.Conversation = append(l.Conversation, results)
+		mem.Messages = append(mem.Messages, results)
 	}
 	return store.TurnEnd{Status: store.ImproveFailed, Error: fmt.Sprintf("the agent made %d model calls without answering; ask again, more narrowly", MaxSteps)}
 }
