@@ -173,3 +173,18 @@ func TestImproveFromSlackWithoutAllowApply(t *testing.T) {
 		t.Fatalf("ephemerals = %+v, want two saying nobody may apply from Slack", w)
 	}
 }
+
+// Someone who may not start the fleet's runs starts no chat about it.
+func TestImproveFromSlackNeedsAllowStart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	withChats(t, e, dropRead)
+	e.fleet("ops", "[x-agentsfleet.slack]\nallow_start = [\"U0OTHER1\"]\nallow_apply = [\"U0USER123\"]\n")
+	e.deliver(edit(t, load(t, "app_mention.json"), func(_, in map[string]any) { in["text"] = "<@U0APPBOT1> improve ops" }))
+	if _, ok, err := e.store.ChatOfThread(ctx, channel, threadTS); err != nil || ok {
+		t.Fatalf("a chat started by someone not on allow_start (%v)", err)
+	}
+	if w := e.messages(true, "U0USER123"); len(w) != 1 || !strings.Contains(w[0].Text, "allow_start") {
+		t.Fatalf("ephemerals = %+v, want one refusal naming allow_start", w)
+	}
+}
