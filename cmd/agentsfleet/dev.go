@@ -146,6 +146,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	}
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintf(out, "extensions     declared tools and setup steps in the local sandboxes; remote MCP servers through the webtools function\n")
+	fmt.Fprintln(out, "improvements   chats on the in-process runner's agent: bin/agentsfleet improve FLEET, bin/agentsfleet revisions FLEET")
 	fmt.Fprintf(out, "not built yet  %s\n", notBuilt)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
@@ -170,7 +171,7 @@ func loadExamples(ctx context.Context, st *store.Store, dir string) ([]string, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		_, err = st.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash()})
+		_, err = st.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash(), Origin: store.Origin{Via: store.OriginLocal}})
 		if err != nil && !errors.Is(err, fault.FleetExists) {
 			return nil, fmt.Errorf("create fleet %s: %w", def.Name, err)
 		}
@@ -190,7 +191,7 @@ const tryFleet = "reference-fleet"
 // hookFile), each a line for a shell in the repository's root.
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "self-managed runners, the improvement chat, approvals and the egress log, the web console and telemetry, repositories and pull requests"
+const notBuilt = "self-managed runners, approvals and the egress log, the web console and telemetry, repositories and pull requests"
 
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{

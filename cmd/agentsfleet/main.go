@@ -56,6 +56,11 @@ commands against the HTTP API of agentsfleet dev or a deployment:
                           fleets (default: those of your key, every fleet for a deployment-wide one)
   keys list               list the API keys
   keys revoke ID          revoke an API key
+  improve FLEET           an improvement chat in the terminal: say what should change, read
+                          the agent's proposal as a diff, then apply, discard or keep talking
+  revisions FLEET [--diff A B]
+                          list a fleet's revisions (who, from where, when, the chat), or the
+                          diff between two of them
   slack route CHANNEL FLEET
                           route a Slack channel (its id, such as C0123456789) to a fleet
 
@@ -102,8 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dev(ctx, args[1:], stdout, stderr, os.Getenv)
 	case "version":
 		return versionCmd(args[1:], stdout)
-	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "cancel", "schedules", "schedule", "keys":
+	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "cancel", "schedules", "schedule", "keys", "revisions":
 		return remote(ctx, args, stdout, os.Getenv)
+	case "improve":
+		return improveCmd(ctx, args[1:], os.Stdin, stdout, os.Getenv)
 	case "slack":
 		return slackCmd(ctx, args[1:], stdout, os.Getenv)
 	case "help", "-h", "--help":

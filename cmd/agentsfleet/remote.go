@@ -88,6 +88,8 @@ func (e remoteEnv) run(ctx context.Context, args []string) error {
 			return e.scheduleCreate(ctx, rest)
 		}
 		return e.scheduleAct(ctx, s, rest)
+	case "revisions":
+		return e.revisions(ctx, rest)
 	case "keys":
 		s, err := sub("create", "list", "revoke")
 		if err != nil {

@@ -97,8 +97,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 	fmt.Fprintf(stderr, "browser tools: %s\n", chromium)
 	view.started(def.Name, st.Model.About, work)
 
-	if _, err := st.Store.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash()}); errors.Is(err, fault.FleetExists) {
-		_, err = st.Store.AppendRevision(ctx, def.Name, def.Canonical(), def.Hash())
+	if _, err := st.Store.CreateFleet(ctx, store.NewFleet{Name: def.Name, Definition: def.Canonical(), Hash: def.Hash(), Origin: store.Origin{Via: store.OriginLocal}}); errors.Is(err, fault.FleetExists) {
+		_, err = st.Store.AppendRevision(ctx, def.Name, def.Canonical(), def.Hash(), store.Origin{Via: store.OriginLocal})
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/improve"
+	"github.com/agentsfleet/agentsfleet/shared/improve/agent"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -302,7 +304,13 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 	if err != nil {
 		return nil, err
 	}
-	s.Funcs.Register(invoke.Runner, s.Runner.Handle)
+	// The runner function's handler, as its Lambda main registers it: runs,
+	// child agents and improvement chats' turns.
+	chats, err := agent.New(agent.Config{Store: s.Store, Model: s.Model.Model, DefaultModel: s.Model.DefaultModel, Invoker: s.Funcs, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	s.Funcs.Register(invoke.Runner, improve.Dispatch(s.Runner.Handle, chats.Handle))
 	if s.API, err = api.New(api.Config{Store: s.Store, Invoker: s.Funcs, Schedules: s.Schedules, Callbacks: callbacks, Log: log}); err != nil {
 		return nil, err
 	}

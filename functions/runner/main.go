@@ -2,7 +2,9 @@
 // Runner.Handle, the handler the local stack registers too). Its payload is
 // {"run_id": "…"}, sent by the API when a run starts and by the runner
 // itself when an invocation nears its deadline, or {"run_id": "…",
-// "child_id": "…"} for a child agent's invocation (InvocationType Event).
+// "child_id": "…"} for a child agent's invocation (InvocationType Event),
+// or {"improvement_id": "…", "turn": N} for an improvement chat's turn
+// (shared/improve/agent), sent by the API and the slack function.
 //
 // Settings (environment; shared/deploy/runnerfn.Settings lists them):
 //
@@ -86,7 +88,7 @@ func main() {
 		log.Error("runner: cannot start", "error", err)
 		os.Exit(1)
 	}
-	// A run's payload or a child agent's, as the local stack's invoke.Local
-	// delivers them.
+	// A run's payload, a child agent's or an improvement chat's turn, as
+	// the local stack's invoke.Local delivers them.
 	lambda.Start(invoke.Handler(r.Handle))
 }

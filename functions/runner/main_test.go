@@ -12,8 +12,8 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/runnerfn"
+	"github.com/agentsfleet/agentsfleet/shared/improve"
 	"github.com/agentsfleet/agentsfleet/shared/run"
-	"github.com/agentsfleet/agentsfleet/shared/runner"
 )
 
 // The sample events are the payloads the runner takes: a run's and a
@@ -35,7 +35,22 @@ func TestSampleEvents(t *testing.T) {
 }
 
 // newRunner is what main builds, with the settings of env.
-func newRunner(env map[string]string) (*runner.Runner, error) {
+// An improvement chat's turn is the runner's payload too.
+func TestSampleImproveEvent(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../events/runner/improve.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p improve.Payload
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.ImprovementID == "" || p.Turn != 1 {
+		t.Fatalf("events/runner/improve.json: %v, %+v", err, p)
+	}
+}
+
+func newRunner(env map[string]string) (*runnerfn.Function, error) {
 	return runnerfn.New(context.Background(), deploy.Env{Getenv: func(k string) string { return env[k] },
 		AWS: aws.Config{Region: "us-east-1"}, Log: slog.New(slog.DiscardHandler)})
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
@@ -45,14 +46,15 @@ func (a *API) applyFleet(r *http.Request, key store.Key) (int, any, error) {
 		return 0, nil, err
 	}
 	ctx := r.Context()
-	f, err := a.cfg.Store.CreateFleet(ctx, store.NewFleet{Name: name, Definition: def.Canonical(), Hash: def.Hash()})
+	o := origin(r, key)
+	f, err := a.cfg.Store.CreateFleet(ctx, store.NewFleet{Name: name, Definition: def.Canonical(), Hash: def.Hash(), Origin: o})
 	if errors.Is(err, fault.FleetExists) {
 		// The Definition the fleet already runs: nothing to apply, so that
 		// a retried PUT makes no revision.
 		if cur, err := a.cfg.Store.GetFleet(ctx, name); err == nil && cur.Hash == def.Hash() {
 			return http.StatusOK, wire.Applied{Name: name, Revision: cur.Revision, Unchanged: true}, nil
 		}
-		rev, err := a.cfg.Store.AppendRevision(ctx, name, def.Canonical(), def.Hash())
+		rev, err := a.cfg.Store.AppendRevision(ctx, name, def.Canonical(), def.Hash(), o)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -62,6 +64,17 @@ func (a *API) applyFleet(r *http.Request, key store.Key) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusOK, wire.Applied{Name: name, Revision: f.Revision}, nil
+}
+
+// origin is who makes a revision through r: its key, from the API, or
+// from the CLI when the request says it comes from agentsfleet's client
+// (its User-Agent: a label for the history, not a credential).
+func origin(r *http.Request, key store.Key) store.Origin {
+	via := store.OriginAPI
+	if strings.HasPrefix(r.UserAgent(), wire.CLIUserAgent) {
+		via = store.OriginCLI
+	}
+	return store.Origin{By: key.ID, Via: via}
 }
 
 // listFleets is GET /v1/fleets: every fleet in name order for a

@@ -28,6 +28,10 @@ const (
 	// ReachHandler: the route spans fleets (the fleet list, keys, Slack
 	// routes), and its handler keeps to the key's fleets itself.
 	ReachHandler
+	// ReachImprovement: the fleet of the improvement chat the path's {id}
+	// names; a key that does not serve it is answered as for a chat that
+	// does not exist (404), as for runs.
+	ReachImprovement
 	// ReachSigned: no key; the webhook's signature, by the fleet's own
 	// secret, is the credential.
 	ReachSigned
@@ -43,6 +47,8 @@ func (r Reach) String() string {
 		return "handler"
 	case ReachSigned:
 		return "signed"
+	case ReachImprovement:
+		return "improvement"
 	}
 	return fmt.Sprintf("Reach(%d)", int(r))
 }
@@ -94,6 +100,16 @@ func (a *API) table() []route {
 		keyed("POST /v1/fleets/{name}/schedules/{id}/resume", ReachFleet, a.pauseSchedule(false), scope.SchedulesWrite),
 		keyed("POST /v1/fleets/{name}/schedules/{id}/run", ReachFleet, a.runSchedule, scope.SchedulesWrite),
 
+		// The chat's agent reads the fleet's runs and its answers tell of
+		// them, so a chat takes runs:read as well as the fleets scope.
+		keyed("POST /v1/fleets/{name}/improvements", ReachFleet, a.startImprovement, scope.FleetsWrite, scope.RunsRead),
+		keyed("POST /v1/improvements/{id}/messages", ReachImprovement, a.postImprovement, scope.FleetsWrite, scope.RunsRead),
+		keyed("GET /v1/improvements/{id}", ReachImprovement, a.getImprovement, scope.FleetsRead, scope.RunsRead),
+		keyed("POST /v1/improvements/{id}/apply", ReachImprovement, a.applyImprovement, scope.FleetsWrite),
+		keyed("POST /v1/improvements/{id}/discard", ReachImprovement, a.discardImprovement, scope.FleetsWrite),
+		keyed("GET /v1/fleets/{name}/revisions", ReachFleet, a.listRevisions, scope.FleetsRead),
+		keyed("POST /v1/fleets/{name}/revisions/{revision}/restore", ReachFleet, a.restoreRevision, scope.FleetsWrite),
+
 		keyed("POST /v1/keys", ReachHandler, a.createKey, scope.KeysAdmin),
 		keyed("GET /v1/keys", ReachHandler, a.listKeys, scope.KeysAdmin),
 		keyed("DELETE /v1/keys/{id}", ReachHandler, a.revokeKey, scope.KeysAdmin),
@@ -121,7 +137,7 @@ func (a *API) routes() error {
 		switch {
 		case r.Reach == ReachSigned && r.signed != nil && len(r.Scopes) == 0:
 			a.mux.HandleFunc(r.Pattern, r.signed)
-		case (r.Reach == ReachFleet || r.Reach == ReachRun || r.Reach == ReachHandler) && r.h != nil && len(r.Scopes) > 0:
+		case (r.Reach == ReachFleet || r.Reach == ReachRun || r.Reach == ReachImprovement || r.Reach == ReachHandler) && r.h != nil && len(r.Scopes) > 0:
 			a.mux.HandleFunc(r.Pattern, a.authed(r.Route, r.h))
 		default:
 			return fmt.Errorf("api: route %s: reach %s with %d scopes cannot be served", r.Pattern, r.Reach, len(r.Scopes))
@@ -185,6 +201,13 @@ func (a *API) reaches(r *http.Request, key store.Key, reach Reach) error {
 		run, err := a.cfg.Store.GetRun(r.Context(), id)
 		if errors.Is(err, fault.RunNotFound) || (err == nil && !key.Serves(run.Fleet)) {
 			return fault.New(fault.RunNotFound, "there is no run %s of the fleets this key serves", id)
+		}
+		return err
+	case ReachImprovement:
+		id := r.PathValue("id")
+		imp, err := a.cfg.Store.GetImprovement(r.Context(), id)
+		if errors.Is(err, fault.ImproveNotFound) || (err == nil && !key.Serves(imp.Fleet)) {
+			return fault.New(fault.ImproveNotFound, "there is no improvement chat %s of the fleets this key serves", id)
 		}
 		return err
 	case ReachHandler:

@@ -41,6 +41,11 @@ var statuses = map[fault.Code]int{
 	fault.HookNoSecret:      http.StatusNotFound,
 	fault.HookReplayed:      http.StatusConflict,
 	fault.SlackUnauthorized: http.StatusUnauthorized,
+	fault.ImproveNotFound:   http.StatusNotFound,
+	fault.ImproveStale:      http.StatusConflict,
+	fault.ImproveBusy:       http.StatusLocked,
+	fault.ImproveClosed:     http.StatusGone,
+	fault.ImproveNoProposal: http.StatusPreconditionFailed,
 }
 
 // Status returns the HTTP status for a request that failed with err: the

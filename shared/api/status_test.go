@@ -67,6 +67,11 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		"UZ-HOOK-404":         http.StatusNotFound,
 		"UZ-HOOK-409":         http.StatusConflict,
 		"UZ-SLACK-401":        http.StatusUnauthorized,
+		"UZ-IMP-404":          http.StatusNotFound,
+		"UZ-IMP-409":          http.StatusConflict,
+		"UZ-IMP-423":          http.StatusLocked,
+		"UZ-IMP-410":          http.StatusGone,
+		"UZ-IMP-412":          http.StatusPreconditionFailed,
 	}
 	codes := fault.Codes()
 	if len(codes) != len(want) {

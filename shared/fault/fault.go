@@ -113,6 +113,13 @@ var (
 	HookNoSecret     = ownCode("UZ-HOOK-404", "the fleet has no webhook secret: create one with POST /v1/fleets/{name}/webhook-secret")
 	HookReplayed     = ownCode("UZ-HOOK-409", "this webhook delivery was seen before")
 
+	// Improvement chats.
+	ImproveNotFound   = ownCode("UZ-IMP-404", "no such improvement chat")
+	ImproveStale      = ownCode("UZ-IMP-409", "the fleet changed since the proposal's from_revision: the proposal is stale and was not applied")
+	ImproveBusy       = ownCode("UZ-IMP-423", "the chat's agent is still answering the last message")
+	ImproveClosed     = ownCode("UZ-IMP-410", "the chat is closed: its proposal was applied or the chat discarded")
+	ImproveNoProposal = ownCode("UZ-IMP-412", "the chat has no proposal to apply yet")
+
 	// Requests: an argument the caller can fix (wrap with New to say which).
 	RequestInvalid = ownCode("UZ-REQ-400", "the request is not valid")
 )

@@ -40,6 +40,7 @@ type (
 		MergeSeconds *int      `json:"merge_seconds,omitempty"`
 		AllowStart   []string  `json:"allow_start,omitempty"`
 		AllowStop    []string  `json:"allow_stop,omitempty"`
+		AllowApply   []string  `json:"allow_apply,omitempty"`
 	}
 	wireNetwork struct {
 		Hosts []string `json:"hosts,omitempty"`
@@ -84,13 +85,13 @@ func (d *Definition) wire() wireDefinition {
 // settings (Slack.wire) and the access lists where they are set.
 func (d *Definition) slackWire() wireSlack {
 	w := d.Slack.wire()
-	w.AllowStart, w.AllowStop = d.SlackAccess.AllowStart, d.SlackAccess.AllowStop
+	w.AllowStart, w.AllowStop, w.AllowApply = d.SlackAccess.AllowStart, d.SlackAccess.AllowStop, d.SlackAccess.AllowApply
 	return w
 }
 
 // empty reports whether w says nothing: the table is left out.
 func (w wireSlack) empty() bool {
-	return w.OnReply == "" && w.MergeSeconds == nil && w.AllowStart == nil && w.AllowStop == nil
+	return w.OnReply == "" && w.MergeSeconds == nil && w.AllowStart == nil && w.AllowStop == nil && w.AllowApply == nil
 }
 
 // wire is s as the canonical form keeps it: nothing for the defaults, and
@@ -221,6 +222,9 @@ func (d *Definition) TOML() []byte {
 		}
 		if w.AllowStop != nil {
 			writeTOMLList(&b, "allow_stop", w.AllowStop)
+		}
+		if w.AllowApply != nil {
+			writeTOMLList(&b, "allow_apply", w.AllowApply)
 		}
 	}
 	d.writeMCPTOML(&b)

@@ -56,19 +56,19 @@ type listEntry struct {
 func (d *decoder) definition(root map[string]any) *Definition {
 	def := &Definition{}
 	var (
-		workdirSet, sizeSet    bool
-		size                   string
-		tools, hosts           []listEntry
-		hostsAt                keyPath
-		timeout, tokens, calls intSetting
-		onReply                string
-		onReplySet             bool
-		merge                  intSetting
-		allowStart, allowStop  []listEntry
-		declared               []declaredEntry
-		startAt, stopAt        keyPath
-		startSet, stopSet      bool
-		setup                  setupDecoder
+		workdirSet, sizeSet               bool
+		size                              string
+		tools, hosts                      []listEntry
+		hostsAt                           keyPath
+		timeout, tokens, calls            intSetting
+		onReply                           string
+		onReplySet                        bool
+		merge                             intSetting
+		allowStart, allowStop, allowApply []listEntry
+		declared                          []declaredEntry
+		startAt, stopAt, applyAt          keyPath
+		startSet, stopSet, applySet       bool
+		setup                             setupDecoder
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
@@ -134,6 +134,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 						"allow_stop": func(at keyPath, v any) {
 							allowStop, stopAt, stopSet = d.list(at, v), at, true
 						},
+						"allow_apply": func(at keyPath, v any) {
+							allowApply, applyAt, applySet = d.list(at, v), at, true
+						},
 					})
 				},
 			})
@@ -186,6 +189,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	}
 	if stopSet && !d.mistyped[stopAt.String()] {
 		def.SlackAccess.AllowStop = d.slackIDs(stopAt, allowStop)
+	}
+	if applySet && !d.mistyped[applyAt.String()] {
+		def.SlackAccess.AllowApply = d.slackIDs(applyAt, allowApply)
 	}
 	def.Setup = setup.setup(d, def.Secrets)
 	d.checkMCP(def)

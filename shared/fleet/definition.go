@@ -48,7 +48,7 @@ type Definition struct {
 	// Slack is how the fleet takes its Slack threads.
 	Slack Slack
 	// SlackAccess is who in Slack may start the fleet's runs and stop them
-	// ([x-agentsfleet.slack] allow_start and allow_stop).
+	// ([x-agentsfleet.slack] allow_start, allow_stop and allow_apply).
 	SlackAccess SlackAccess
 	// Setup is the setup step run before the agent's first turn
 	// ([x-agentsfleet.setup]); nil when there is none.
@@ -69,8 +69,13 @@ type Definition struct {
 // The person who started a run may always stop it. The lists bind the
 // Slack door only: the HTTP API, webhooks and schedules go by their own
 // keys and secrets.
+//
+// AllowApply is who may press Apply on an improvement chat's proposal in
+// Slack; not set, nobody may (the proposal is applied with an API key
+// instead). Being on it is as strong as a key holding every tool scope,
+// for this fleet: the list is the Slack door's scopes.
 type SlackAccess struct {
-	AllowStart, AllowStop []string
+	AllowStart, AllowStop, AllowApply []string
 }
 
 // MaxSlackAccess is the most ids an access list may hold.
@@ -232,7 +237,8 @@ func (d *Definition) Clone() *Definition {
 		c.DeclaredTools[i].Parameters = slices.Clone(c.DeclaredTools[i].Parameters)
 	}
 	c.MCP = cloneMCP(d.MCP)
-	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop)}
+	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop),
+		AllowApply: slices.Clone(d.SlackAccess.AllowApply)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))
 		for k, v := range d.Secrets {

@@ -52,8 +52,8 @@ type Info struct {
 }
 
 var api = []Info{
-	{FleetsRead, "read fleets and their Definitions"},
-	{FleetsWrite, "apply Definitions (with the tool scopes they need), pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
+	{FleetsRead, "read fleets, their Definitions and revisions (and improvement chats, with runs:read)"},
+	{FleetsWrite, "apply and restore Definitions (with the tool scopes they need), hold improvement chats (with runs:read) and apply their proposals, pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
 	{RunsRead, "read runs and their events"},
 	{RunsWrite, "start and cancel runs (continuing a conversation needs runs:read too)"},
 	{SchedulesRead, "list schedules"},

@@ -210,6 +210,17 @@ func (m message) input() string {
 // the invocation): the delivery is then answered 500 and Slack retries it.
 func (h *Handler) start(ctx context.Context, m message) error {
 	st := h.cfg.Store
+	if m.threadTS != m.ts {
+		if id, ok, err := st.ChatOfThread(ctx, m.channel, m.threadTS); err != nil || ok {
+			if ok {
+				return h.toChat(ctx, m, id)
+			}
+			return err
+		}
+	}
+	if name, text, ok := improveRequest(m.input()); ok && m.kind != "reply" {
+		return h.startChat(ctx, m, name, text)
+	}
 	fleetName, from, continues := "", "", ""
 	if m.threadTS != m.ts {
 		th, ok, err := st.SlackThreadRun(ctx, m.channel, m.threadTS)

@@ -18,7 +18,10 @@ import (
 // interactivity is POST /slack/interactivity: a form whose payload field
 // is the interaction's JSON. A block_actions payload with the Stop button
 // (action_id thread.StopAction, value the run id) cancels the run and says
-// so in its thread; every other interaction is acknowledged and ignored.
+// so in its thread; an improvement chat's Apply or Discard button
+// (thread.ApplyAction, thread.DiscardAction; value the chat's id) applies
+// or discards its proposal (improveAction); every other interaction is
+// acknowledged and ignored.
 func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 	body, ok := h.verified(w, r)
 	if !ok {
@@ -37,10 +40,15 @@ func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 	}
 	if ic.Type == goslack.InteractionTypeBlockActions {
 		for _, a := range ic.ActionCallback.BlockActions {
-			if a == nil || a.ActionID != thread.StopAction {
-				continue
+			var err error
+			switch {
+			case a == nil:
+			case a.ActionID == thread.StopAction:
+				err = h.stop(r.Context(), ic, a.Value)
+			case a.ActionID == thread.ApplyAction || a.ActionID == thread.DiscardAction:
+				err = h.improveAction(r.Context(), ic, a.ActionID, a.Value)
 			}
-			if err := h.stop(r.Context(), ic, a.Value); err != nil {
+			if err != nil {
 				h.internal(w, r, err)
 				return
 			}

@@ -23,6 +23,8 @@
 //	a committed step never re-runs      ckptStep (run)                     tx: update run if holder and step > last
 //	event numbers 1, 2, 3… without gaps evtSeq (run)                       tx: update run if seq = read + put events
 //	revision numbers 1, 2, 3…           rev (fleet)                        tx: update fleet if rev = read + put revision
+//	a proposal applies to its revision  rev (fleet), status (chat)         tx: update fleet if rev = from + chat if proposed, same hash + put revision
+//	one turn of a chat at a time        status, turn (chat)                update if status not thinking and turn = read
 //	one run per idempotency key         the key item                       tx: put key if absent or expired + put run
 //	one run per pooled sandbox          state, claimedBy (sandbox)         update if state = idle and expiresAt > now
 //	legal status moves only             status (run)                       update if status IN (allowed sources)
@@ -55,7 +57,7 @@
 //
 //	item                pk                   sk                    gsi1pk         gsi1sk         notes
 //	fleet               FLEET#<name>         FLEET                 FLEETS         FLEET#<name>   paused, rev, hash, schedule counters
-//	Definition revision FLEET#<name>         REV#<%010d rev>       -              -              canonical JSON + hash, immutable
+//	Definition revision FLEET#<name>         REV#<%010d rev>       -              -              canonical JSON + hash, who/from where/chat (by, via, improvement, restored), immutable
 //	schedule            FLEET#<name>         SCHED#<id>            -              -              source, state, expr, tz, message
 //	run                 RUN#<id>             RUN                   FLEET#<name>   RUN#<id>       status, pinned rev, counters, lease; gsi2 while queued or running
 //	run input           RUN#<id>             INPUT                 -              -              what started the run
@@ -70,6 +72,8 @@
 //	API key             KEYS                 KEY#<id>              -              -              name, scopes, SHA-256 of the secret, lastUsedAt, revoked
 //	Slack channel route SLACK#<channel>      ROUTE                 -              -              the fleet the channel's mentions reach, updatedAt
 //	Slack thread        SLACK#<channel>      THREAD#<thread ts>    -              -              the thread's newest run id and its fleet, updatedAt
+//	improvement chat    IMPROVE#<id>         IMPROVE               -              -              fleet, status, turn, origin, Slack thread, latest proposal (from rev, TOML, hash, diff)
+//	improvement log     IMPROVE#<id>         LOG                   -              -              the chat's messages and its agent's conversation (two blobs)
 //
 // Access patterns:
 //
@@ -82,6 +86,7 @@
 //	read an agent's conversation (ListTurns)                     Query pk=RUN#<id>, sk BETWEEN TURN#<agent>#<from> AND TURN#<agent>#<to>
 //	list a kind's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<kind>, sk begins_with SBX#
 //	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#
+//	list a fleet's revisions, newest first, paged                Query pk=FLEET#<name>, sk begins_with REV#, descending
 //	runs and children nobody executes since T (ListLapsed)       Query gsi2 pk=LIVE, sk <= T, ascending; GetItem each
 //
 // A pool's <kind> is a sandbox size ("small"), or a size and "+browser"

@@ -34,7 +34,32 @@ type Revision struct {
 	Definition []byte
 	Hash       string
 	CreatedAt  time.Time
+	// Origin is who made the revision, from where, and why.
+	Origin Origin
 }
+
+// Origin is who made a revision and from where: the history
+// GET /v1/fleets/{name}/revisions shows. The Store keeps it as given; the
+// caller vouches for it (the API from the request's key, Slack from a
+// verified request's user).
+type Origin struct {
+	// By is who: an API key id, a Slack user id, or "" for this machine.
+	By string
+	// Via is from where: OriginAPI, OriginCLI, OriginSlack or OriginLocal.
+	Via string
+	// Improvement is the improvement chat the revision was applied from.
+	Improvement string
+	// Restored is the revision this one restored, 0 for none.
+	Restored int64
+}
+
+// The places a revision comes from (Origin.Via).
+const (
+	OriginAPI   = "api"   // the HTTP API, with the key Origin.By names
+	OriginCLI   = "cli"   // the HTTP API from agentsfleet's CLI, with the key Origin.By names
+	OriginSlack = "slack" // an improvement chat's Apply button, pressed by the Slack user Origin.By names
+	OriginLocal = "local" // this machine: agentsfleet run, agentsfleet dev's examples
+)
 
 // NewFleet is what CreateFleet needs: a unique name and the first
 // Definition, which becomes revision 1.
@@ -42,6 +67,7 @@ type NewFleet struct {
 	Name       string
 	Definition []byte // canonical JSON
 	Hash       string
+	Origin     Origin
 }
 
 type fleetRecord struct {
@@ -74,10 +100,20 @@ type revisionRecord struct {
 	Def       []byte    `dynamodbav:"def"`
 	Hash      string    `dynamodbav:"hash"`
 	CreatedAt time.Time `dynamodbav:"createdAt"`
+	By        string    `dynamodbav:"by,omitempty"`
+	Via       string    `dynamodbav:"via,omitempty"`
+	Improve   string    `dynamodbav:"improvement,omitempty"`
+	Restored  int64     `dynamodbav:"restored,omitempty"`
 }
 
 func (r revisionRecord) revision() Revision {
-	return Revision{Fleet: r.Fleet, Number: r.Rev, Definition: r.Def, Hash: r.Hash, CreatedAt: r.CreatedAt}
+	return Revision{Fleet: r.Fleet, Number: r.Rev, Definition: r.Def, Hash: r.Hash, CreatedAt: r.CreatedAt,
+		Origin: Origin{By: r.By, Via: r.Via, Improvement: r.Improve, Restored: r.Restored}}
+}
+
+func newRevisionRecord(fleet string, n int64, def []byte, hash string, o Origin, now time.Time) revisionRecord {
+	return revisionRecord{PK: prefixFleet + fleet, SK: revSK(n), Kind: "revision", Fleet: fleet, Rev: n,
+		Def: def, Hash: hash, CreatedAt: now, By: o.By, Via: o.Via, Improve: o.Improvement, Restored: o.Restored}
 }
 
 func fleetKey(name string) map[string]types.AttributeValue { return key(prefixFleet+name, skFleet) }
@@ -121,8 +157,7 @@ func (s *Store) CreateFleet(ctx context.Context, nf NewFleet) (Fleet, error) {
 	now := s.now().UTC()
 	fr := fleetRecord{PK: prefixFleet + nf.Name, SK: skFleet, GSI1PK: gsi1AllFleets, GSI1SK: prefixFleet + nf.Name,
 		Kind: "fleet", Name: nf.Name, Rev: 1, Hash: nf.Hash, CreatedAt: now, UpdatedAt: now}
-	rr := revisionRecord{PK: prefixFleet + nf.Name, SK: revSK(1), Kind: "revision", Fleet: nf.Name, Rev: 1,
-		Def: nf.Definition, Hash: nf.Hash, CreatedAt: now}
+	rr := newRevisionRecord(nf.Name, 1, nf.Definition, nf.Hash, nf.Origin, now)
 	fi, err := marshal(fr)
 	if err != nil {
 		return Fleet{}, fmt.Errorf("create fleet %s: %w", nf.Name, err)
@@ -240,8 +275,8 @@ func (s *Store) setPaused(ctx context.Context, name string, paused bool) (Fleet,
 // N+1 and makes it the fleet's current revision in one transaction, so
 // revision numbers run 1, 2, 3, … without gaps and two concurrent appends
 // never get the same number (the loser retries with the next). Runs already
-// started keep the revision they pinned.
-func (s *Store) AppendRevision(ctx context.Context, fleet string, def []byte, hash string) (Revision, error) {
+// started keep the revision they pinned. o says who made it and from where.
+func (s *Store) AppendRevision(ctx context.Context, fleet string, def []byte, hash string, o Origin) (Revision, error) {
 	if err := checkDefinition(def, hash); err != nil {
 		return Revision{}, fmt.Errorf("append revision to fleet %s: %w", fleet, err)
 	}
@@ -252,8 +287,7 @@ func (s *Store) AppendRevision(ctx context.Context, fleet string, def []byte, ha
 			return err
 		}
 		now := s.now().UTC()
-		rr := revisionRecord{PK: prefixFleet + fleet, SK: revSK(fr.Rev + 1), Kind: "revision", Fleet: fleet,
-			Rev: fr.Rev + 1, Def: def, Hash: hash, CreatedAt: now}
+		rr := newRevisionRecord(fleet, fr.Rev+1, def, hash, o, now)
 		ri, err := marshal(rr)
 		if err != nil {
 			return err

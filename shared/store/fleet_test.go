@@ -128,7 +128,7 @@ func TestRevisions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.fleet(t, "ops")
-	r2, err := e.AppendRevision(ctx, "ops", []byte(`{"v":2}`), "h2")
+	r2, err := e.AppendRevision(ctx, "ops", []byte(`{"v":2}`), "h2", store.Origin{})
 	if err != nil || r2.Number != 2 {
 		t.Fatalf("AppendRevision = %+v, %v; want revision 2", r2, err)
 	}
@@ -160,9 +160,9 @@ func TestRevisions(t *testing.T) {
 			wantCode(t, err, tt.want)
 		})
 	}
-	_, err = e.AppendRevision(ctx, "nope", []byte(`{}`), "h")
+	_, err = e.AppendRevision(ctx, "nope", []byte(`{}`), "h", store.Origin{})
 	wantCode(t, err, fault.FleetNotFound)
-	_, err = e.AppendRevision(ctx, "ops", nil, "h")
+	_, err = e.AppendRevision(ctx, "ops", nil, "h", store.Origin{})
 	wantCode(t, err, fault.DefinitionInvalid)
 }
 
@@ -173,7 +173,7 @@ func TestConcurrentRevisionsAreGapFree(t *testing.T) {
 	const n = 12
 	got := make([]int64, n)
 	parallel(n, func(i int) {
-		r, err := e.AppendRevision(ctx, "ops", []byte(fmt.Sprintf(`{"i":%d}`, i)), fmt.Sprint("h", i))
+		r, err := e.AppendRevision(ctx, "ops", []byte(fmt.Sprintf(`{"i":%d}`, i)), fmt.Sprint("h", i), store.Origin{})
 		if err != nil {
 			t.Errorf("AppendRevision: %v", err)
 		}

@@ -76,7 +76,7 @@ func TestRunKeepsItsPinnedRevision(t *testing.T) {
 	e := newEnv(t)
 	e.fleet(t, "ops")
 	r := e.run(t, "ops", false)
-	if _, err := e.AppendRevision(ctx, "ops", []byte(`{"v":2}`), "h2"); err != nil {
+	if _, err := e.AppendRevision(ctx, "ops", []byte(`{"v":2}`), "h2", store.Origin{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.GetRun(ctx, r.ID)

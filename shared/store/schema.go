@@ -69,6 +69,9 @@ const (
 	prefixSlack   = "SLACK#"
 	prefixThread  = "THREAD#"
 	skSlackRoute  = "ROUTE"
+	prefixImprove = "IMPROVE#"
+	skImprove     = "IMPROVE"
+	skImproveLog  = "LOG"
 )
 
 // CreateTableInput returns the request that creates the table named name:

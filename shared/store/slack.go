@@ -211,3 +211,58 @@ func (s *Store) SlackThreadRun(ctx context.Context, channel, threadTS string) (t
 	}
 	return SlackThread{Channel: rec.Channel, ThreadTS: rec.ThreadTS, RunID: rec.RunID, Fleet: rec.Fleet, UpdatedAt: rec.UpdatedAt}, true, nil
 }
+
+// prefixChatThread keys the record of a Slack thread an improvement chat
+// lives in, beside the channel's route and run threads.
+const prefixChatThread = "CHAT#"
+
+type chatThreadRecord struct {
+	PK          string `dynamodbav:"pk"`
+	SK          string `dynamodbav:"sk"`
+	Kind        string `dynamodbav:"kind"`
+	Improvement string `dynamodbav:"improvement"`
+}
+
+// RecordChatThread records that the improvement chat id lives in the
+// Slack thread (channel, threadTS), so that replies there are its
+// messages. A thread holds one chat: the first recorded keeps it, and
+// recording another there is fault.RequestInvalid.
+func (s *Store) RecordChatThread(ctx context.Context, channel, threadTS, id string) error {
+	if err := checkChannel(channel); err != nil {
+		return fmt.Errorf("record chat thread: %w", err)
+	}
+	if err := checkThreadTS(threadTS); err != nil {
+		return fmt.Errorf("record chat thread in %s: %w", channel, err)
+	}
+	item, err := marshal(chatThreadRecord{PK: prefixSlack + channel, SK: prefixChatThread + threadTS, Kind: "slackChatThread", Improvement: id})
+	if err != nil {
+		return fmt.Errorf("record chat thread: %w", err)
+	}
+	e := newExpr()
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item,
+		ConditionExpression:       aws.String("attribute_not_exists(" + e.n(AttrPK) + ") OR " + e.n("improvement") + " = " + e.s(id)),
+		ExpressionAttributeNames:  e.nameMap(),
+		ExpressionAttributeValues: e.valueMap(),
+	})
+	if _, failed := conditionFailed(err); failed {
+		return fault.New(fault.RequestInvalid, "this Slack thread holds another improvement chat already; start one in a new thread")
+	}
+	if err != nil {
+		return fmt.Errorf("record chat thread %s/%s: %w", channel, threadTS, err)
+	}
+	return nil
+}
+
+// ChatOfThread returns the improvement chat of a Slack thread; ok is false
+// when none lives there.
+func (s *Store) ChatOfThread(ctx context.Context, channel, threadTS string) (id string, ok bool, err error) {
+	if checkChannel(channel) != nil || checkThreadTS(threadTS) != nil {
+		return "", false, nil
+	}
+	var r chatThreadRecord
+	found, err := s.getRecord(ctx, key(prefixSlack+channel, prefixChatThread+threadTS), &r)
+	if err != nil {
+		return "", false, fmt.Errorf("get chat thread %s/%s: %w", channel, threadTS, err)
+	}
+	return r.Improvement, found, nil
+}

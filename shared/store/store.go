@@ -71,6 +71,10 @@ func New(db API, table string, opts ...Option) *Store {
 	return s
 }
 
+// Now is the time by the Store's clock (WithClock), for callers that
+// stamp what they give it.
+func (s *Store) Now() time.Time { return s.now() }
+
 // Table returns the name of the table the Store uses.
 func (s *Store) Table() string { return s.table }
 

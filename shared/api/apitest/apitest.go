@@ -19,6 +19,8 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/awstest"
+	"github.com/agentsfleet/agentsfleet/shared/improve"
+	"github.com/agentsfleet/agentsfleet/shared/improve/agent"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/scripted"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -66,6 +68,9 @@ type Options struct {
 	// Schedules keeps schedules in the emulator's Scheduler; without it the
 	// schedule routes answer that schedules are not configured.
 	Schedules bool
+	// ChatScript is the improvement chats' agent's script (TOML); ""
+	// answers "noted".
+	ChatScript string
 	// Runner and API adjust the configurations before they are used.
 	Runner func(*runner.Config)
 	API    func(*api.Config)
@@ -132,7 +137,20 @@ func New(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Local.Register(invoke.Runner, rn.Handle)
+	chatScript := o.ChatScript
+	if chatScript == "" {
+		chatScript = "[[turn]]\ntext = \"noted\"\n"
+	}
+	cm, err := scripted.Parse([]byte(chatScript), "apitest-chat.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chats, err := agent.New(agent.Config{Store: s.Store, Model: cm, DefaultModel: "scripted", Invoker: s.Local, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner function's handler, as its main registers it.
+	s.Local.Register(invoke.Runner, improve.Dispatch(rn.Handle, chats.Handle))
 	a, err := api.New(acfg)
 	if err != nil {
 		t.Fatal(err)

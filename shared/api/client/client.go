@@ -147,6 +147,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any,
 		req.Header.Set("Content-Type", ct)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", wire.CLIUserAgent)
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}

@@ -14,6 +14,10 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
+// CLIUserAgent is the User-Agent of agentsfleet's Go client (the CLI):
+// the revision history says "cli" for the revisions it makes.
+const CLIUserAgent = "agentsfleet-cli"
+
 // Fleet is a fleet as the API shows it.
 type Fleet struct {
 	Name      string    `json:"name"`
@@ -199,4 +203,87 @@ type SlackRoute struct {
 	Channel   string    `json:"channel"`
 	Fleet     string    `json:"fleet"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ImprovementRequest is the body of POST /v1/fleets/{name}/improvements
+// and POST /v1/improvements/{id}/messages.
+type ImprovementRequest struct {
+	Message string `json:"message"`
+}
+
+// ImprovementStarted is the answer to a chat's start or a message: the
+// chat, thinking about the message.
+type ImprovementStarted struct {
+	ImprovementID string `json:"improvement_id"`
+	Status        string `json:"status"`
+}
+
+// ImprovementMessage is one message of an improvement chat: a person's
+// (role "person", By the key id or Slack user) or its agent's ("agent").
+type ImprovementMessage struct {
+	Role string    `json:"role"`
+	Text string    `json:"text"`
+	By   string    `json:"by,omitempty"`
+	Time time.Time `json:"time"`
+}
+
+// Proposal is a chat's proposed revision: the Definition (TOML), the
+// unified diff from revision FromRevision, the agent's summary, and the
+// scopes a key needs to apply it (fleets:write and its tools' scopes).
+type Proposal struct {
+	FromRevision int64    `json:"from_revision"`
+	Definition   string   `json:"definition"`
+	Diff         string   `json:"diff"`
+	Summary      string   `json:"summary"`
+	Scopes       []string `json:"scopes"`
+}
+
+// Improvement is GET /v1/improvements/{id}. Status is open, thinking,
+// proposed, applied, discarded, stale or failed; Proposal is null until
+// the agent proposes; Error says why the last turn failed.
+type Improvement struct {
+	ImprovementID   string               `json:"improvement_id"`
+	Fleet           string               `json:"fleet"`
+	Status          string               `json:"status"`
+	Messages        []ImprovementMessage `json:"messages"`
+	Proposal        *Proposal            `json:"proposal"`
+	Error           string               `json:"error,omitempty"`
+	AppliedRevision int64                `json:"applied_revision,omitempty"`
+	CreatedAt       time.Time            `json:"created_at"`
+	UpdatedAt       time.Time            `json:"updated_at"`
+}
+
+// ImprovementApplied is the answer to POST /v1/improvements/{id}/apply.
+type ImprovementApplied struct {
+	Revision int64 `json:"revision"`
+}
+
+// Revision is one revision of a fleet in its history: who made it (By: an
+// API key id or a Slack user id), from where (Via: api, cli, slack or
+// local), when, and the chat it was applied from or the revision it
+// restored.
+type Revision struct {
+	Revision    int64     `json:"revision"`
+	Hash        string    `json:"hash"`
+	By          string    `json:"by,omitempty"`
+	Via         string    `json:"via,omitempty"`
+	Improvement string    `json:"improvement_id,omitempty"`
+	Restored    int64     `json:"restored_from,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// RevisionPage is GET /v1/fleets/{name}/revisions, newest first; with
+// ?from=A&to=B it also holds Diff, the unified diff from A to B.
+type RevisionPage struct {
+	Revisions []Revision    `json:"revisions"`
+	Next      string        `json:"next"`
+	Diff      *RevisionDiff `json:"diff,omitempty"`
+}
+
+// RevisionDiff is the difference between two revisions' Definitions (as
+// TOML); "" when they are the same.
+type RevisionDiff struct {
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+	Diff string `json:"diff"`
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/improve"
+	"github.com/agentsfleet/agentsfleet/shared/improve/agent"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -53,8 +55,9 @@ const noBrowser = "its runner has no " + ecs.EnvBrowserTaskDefinition + " (the b
 // model of the provider settings (Bedrock by default), sandboxes as ECS
 // tasks, the webtools function, the slack function for runs' threads, the
 // schedule tools when the Scheduler settings are there, and the checkpoint
-// bucket. Its handler is Runner.Handle.
-func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
+// bucket, and the improvement chats' agent on the same model. Its handler
+// is Function.Handle.
+func New(ctx context.Context, e deploy.Env) (*Function, error) {
 	getenv, log := e.Getenv, e.Logger()
 	st, inv, err := table.Open(e, "runner", Settings(), calls)
 	if err != nil {
@@ -104,7 +107,28 @@ func New(ctx context.Context, e deploy.Env) (*runner.Runner, error) {
 	_, none := sandboxes.(launch.None)
 	log.Info("runner ready", "model", chosen.About, "table", getenv(store.EnvTable), "sandboxes", !none,
 		"browser", launch.CanBrowse(sandboxes), "warm", pool.FormatTargets(warm.plain), "browser_warm", pool.FormatTargets(warm.browser))
-	return runner.New(cfg)
+	r, err := runner.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	chats, err := agent.New(agent.Config{Store: st, Model: chosen.Model, DefaultModel: chosen.DefaultModel, Invoker: inv, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return &Function{Runner: r, Chats: chats}, nil
+}
+
+// Function is the runner function: runs and child agents (Runner), and
+// improvement chats' turns (Chats).
+type Function struct {
+	Runner *runner.Runner
+	Chats  *agent.Agent
+}
+
+// Handle is the function's handler, as the local stack registers it too:
+// an improvement chat's turn (improve.Payload) or a run's payload.
+func (f *Function) Handle(ctx context.Context, payload []byte) ([]byte, error) {
+	return improve.Dispatch(f.Runner.Handle, f.Chats.Handle)(ctx, payload)
 }
 
 // targets are the pool's targets: idle tasks kept per size, plain and with

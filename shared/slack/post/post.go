@@ -107,6 +107,8 @@ func (p *Poster) Post(ctx context.Context, req thread.Request) thread.Response {
 		_, _, err = p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
 			slack.MsgOptionBlocks(plainBlocks(req.Text)...), slack.MsgOptionText(req.Text, false),
 			slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
+	case thread.OpProposal:
+		err = p.proposal(ctx, req)
 	case thread.OpAnswer:
 		err = p.answer(ctx, req)
 	case thread.OpEnded:
@@ -165,6 +167,20 @@ func statusBlocks(text, runID string, stop bool) []slack.Block {
 		blocks = append(blocks, slack.NewActionBlock("agentsfleet_run", btn))
 	}
 	return blocks
+}
+
+// proposal posts an improvement chat's proposal: the agent's answer, the
+// summary and the diff as plain text, and the Apply and Discard buttons.
+func (p *Poster) proposal(ctx context.Context, req thread.Request) error {
+	text := thread.Inert(req.Text + "\n\nProposal: " + req.Summary + "\n\n" + req.Diff)
+	blocks := plainBlocks(text)
+	apply := slack.NewButtonBlockElement(thread.ApplyAction, req.Improvement, slack.NewTextBlockObject(slack.PlainTextType, "Apply", false, false))
+	apply.Style = slack.StylePrimary
+	discard := slack.NewButtonBlockElement(thread.DiscardAction, req.Improvement, slack.NewTextBlockObject(slack.PlainTextType, "Discard", false, false))
+	blocks = append(blocks, slack.NewActionBlock("agentsfleet_improve", apply, discard))
+	_, _, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
+		slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
+	return err
 }
 
 // MaxTextObject is the most characters Block Kit takes in one section's

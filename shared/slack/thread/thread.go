@@ -32,6 +32,17 @@ const (
 	OpAnswer Op = "answer"
 	// OpEnded says the run did not succeed: Status and Text (why).
 	OpEnded Op = "ended"
+	// OpProposal posts an improvement chat's proposal (Improvement): the
+	// agent's answer (Text), its Summary and Diff, with Apply and Discard
+	// buttons (ApplyAction, DiscardAction; value the chat's id).
+	OpProposal Op = "proposal"
+)
+
+// ApplyAction and DiscardAction are the action_ids of a proposal's
+// buttons; their value is the improvement chat's id.
+const (
+	ApplyAction   = "agentsfleet_improve_apply"
+	DiscardAction = "agentsfleet_improve_discard"
 )
 
 // StopAction is the action_id of the Stop button; its value is the run id.
@@ -57,6 +68,10 @@ type Request struct {
 	// Explanation and Plan are update_plan's (OpPlan).
 	Explanation string `json:"explanation,omitempty"`
 	Plan        []Step `json:"plan,omitempty"`
+	// Improvement, Summary and Diff are a chat's proposal (OpProposal).
+	Improvement string `json:"improvement_id,omitempty"`
+	Summary     string `json:"summary,omitempty"`
+	Diff        string `json:"diff,omitempty"`
 }
 
 // Step is one step of a plan: pending, in_progress or completed.

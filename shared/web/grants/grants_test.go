@@ -59,7 +59,7 @@ func TestGrantIsThePinnedDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AppendRevision(ctx, "acme", later.Canonical(), later.Hash()); err != nil {
+	if _, err := st.AppendRevision(ctx, "acme", later.Canonical(), later.Hash(), store.Origin{}); err != nil {
 		t.Fatal(err)
 	}
 
