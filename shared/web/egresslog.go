@@ -31,6 +31,7 @@ type recorder struct {
 	tool    string
 	entries []run.Egress
 	started []time.Time // of entries still open (a body not closed yet); zero once closed
+	drained bool        // the entries were handed on: later requests are not recorded
 	now     func() time.Time
 }
 
@@ -86,8 +87,10 @@ func (r *recorder) refuse(ctx context.Context, method string, u *url.URL, rule s
 	e.Refused, e.Rule = true, rule
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.entries = append(r.entries, e)
-	r.started = append(r.started, time.Time{})
+	if !r.drained {
+		r.entries = append(r.entries, e)
+		r.started = append(r.started, time.Time{})
+	}
 }
 
 // entry is the start of an entry for a request to u under ctx.
@@ -117,22 +120,33 @@ func urlPort(u *url.URL) int {
 func (r *recorder) open(e run.Egress) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.drained {
+		return -1 // update and close ignore it
+	}
 	r.entries = append(r.entries, e)
 	r.started = append(r.started, r.now())
 	return len(r.entries) - 1
 }
 
-// update changes the open entry i as f says.
+// update changes the open entry i as f says. After drain it does
+// nothing: a stream the call left open (an MCP session's) may be read or
+// closed after the call has ended and its entries were written.
 func (r *recorder) update(i int, f func(*run.Egress)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f(&r.entries[i])
+	if i >= 0 && i < len(r.entries) {
+		f(&r.entries[i])
+	}
 }
 
-// close ends entry i: its duration is from its start until now.
+// close ends entry i: its duration is from its start until now. After
+// drain it does nothing, as update.
 func (r *recorder) close(i int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if i < 0 || i >= len(r.started) {
+		return
+	}
 	if t := r.started[i]; !t.IsZero() {
 		r.entries[i].DurationMS = r.now().Sub(t).Milliseconds()
 		r.started[i] = time.Time{}
@@ -149,6 +163,7 @@ func (r *recorder) drain() []run.Egress {
 	defer r.mu.Unlock()
 	out := r.entries
 	r.entries, r.started = nil, nil
+	r.drained = true
 	return out
 }
 
