@@ -190,7 +190,7 @@ const tryFleet = "reference-fleet"
 // hookFile), each a line for a shell in the repository's root.
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "stdio MCP servers ([[x-agentsfleet.mcp]] command), self-managed runners, the improvement chat, approvals and the egress log, the web console and telemetry, repositories and pull requests"
+const notBuilt = "stdio MCP servers ([[x-agentsfleet.mcp]] command), self-managed runners, the improvement chat, approvals, the web console and telemetry, repositories and pull requests"
 
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{
