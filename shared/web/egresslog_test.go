@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentsfleet/agentsfleet/shared/mcp/mcptest"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/web"
 	"github.com/agentsfleet/agentsfleet/shared/web/wire"
@@ -127,5 +128,36 @@ func TestEgressLogNeedsARun(t *testing.T) {
 	}
 	if len(log.runs) != 0 {
 		t.Errorf("a call of no run recorded %v", log.runs)
+	}
+}
+
+// TestEgressLogRecordsMCPRequests: the requests of an MCP call, which the
+// SDK sends under contexts of its own, are recorded under the server's
+// tool with the name of the secret its headers carry, never the value.
+func TestEgressLogRecordsMCPRequests(t *testing.T) {
+	t.Parallel()
+	mt := mcptest.New()
+	ids, src := storeSecrets(t)
+	srv := startServer(t, true, mt.Handler())
+	log := &memLog{}
+	svc := newService(t, srv, func(c *web.Config) { c.Secrets = src; c.Egress = log })
+	f := fleet{hosts: []string{"api.example.com"}, secrets: ids}
+	url := srv.url("api.example.com", "/mcp")
+	wantOK(t, mcpCall(t, svc, mcpRequest(t, wire.ToolMCPCall, url, wire.MCPCallArgs{Server: "srv", Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}, f)))
+	got := log.take("run_test")
+	if len(got) == 0 {
+		t.Fatal("an MCP call recorded no request")
+	}
+	for _, e := range got {
+		if e.Tool != "mcp__srv__echo" || e.Host != "api.example.com" || !slices.Equal(e.Secrets, []string{"GH_TOKEN"}) || e.Refused {
+			t.Errorf("entry %+v, want the server's tool, its host and the secret's name", e)
+		}
+	}
+	b, _ := json.Marshal(got)
+	noValues(t, "the egress log", string(b))
+
+	wantError(t, mcpCall(t, svc, mcpRequest(t, wire.ToolMCPCall, srv.url("evil.example.com", "/mcp"), wire.MCPCallArgs{Server: "srv", Tool: "echo"}, f)))
+	if got := briefs(log.take("run_test")); len(got) != 1 || got[0].Rule != run.RuleHostList || got[0].Host != "evil.example.com" {
+		t.Errorf("an MCP server off the host list: entries %+v, want one refusal by %s", got, run.RuleHostList)
 	}
 }
