@@ -134,9 +134,10 @@ type sentKey struct{}
 
 // marking wraps the egress transports: every request whose context carries
 // a sentKey flag sets it, and every request whose context carries a
-// recorder is recorded in it (egresslog.go). Service.Call uses the flag to decide whether the
-// output can hold data from outside, which must be screened against every
-// fleet secret. Because both transports are wrapped, no tool can forget.
+// recorder is recorded in it (egresslog.go). Service.Call uses the flag to
+// decide whether the output can hold data from outside, which must be
+// screened against every fleet secret. Because both transports are
+// wrapped, no tool can forget either.
 type marking struct{ rt http.RoundTripper }
 
 func (m marking) RoundTrip(r *http.Request) (*http.Response, error) {
