@@ -191,7 +191,7 @@ const tryFleet = "reference-fleet"
 // hookFile), each a line for a shell in the repository's root.
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "self-managed runners, approvals and the egress log, the web console and telemetry, repositories and pull requests"
+const notBuilt = "self-managed runners, approvals, the web console and telemetry, repositories and pull requests"
 
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{

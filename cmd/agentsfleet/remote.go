@@ -75,6 +75,8 @@ func (e remoteEnv) run(ctx context.Context, args []string) error {
 		return e.runs(ctx, rest)
 	case "events":
 		return e.events(ctx, rest)
+	case "egress":
+		return e.egress(ctx, rest)
 	case "cancel":
 		return e.cancel(ctx, rest)
 	case "schedules":
@@ -549,6 +551,60 @@ func (e remoteEnv) events(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// egress is `agentsfleet egress RUN [--cursor C]`: the run's outbound
+// requests, oldest first, every page from the cursor on ("" the first).
+func (e remoteEnv) egress(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("egress", flag.ContinueOnError)
+	c := connFlags(fs)
+	cursor := fs.String("cursor", "", "start at this page (printed when a listing was cut short)")
+	s, pos, err := e.open(fs, c, args, "RUN")
+	if err != nil {
+		return err
+	}
+	rows := [][]string{{"TIME", "TOOL", "METHOD", "HOST", "PORT", "STATUS", "IN", "OUT", "MS", "SECRETS", "REFUSED"}}
+	for next := *cursor; ; {
+		page, err := s.c.Egress(ctx, pos[0], next)
+		if err != nil {
+			return s.fail(err)
+		}
+		for _, en := range page.Egress {
+			if s.json {
+				s.emit(en)
+				continue
+			}
+			rows = append(rows, egressRow(en))
+		}
+		if next = page.Next; next == "" {
+			break
+		}
+	}
+	if s.json {
+		return nil
+	}
+	if len(rows) == 1 {
+		fmt.Fprintf(s.out, "run %s has sent no request\n", pos[0])
+		return nil
+	}
+	s.table(rows)
+	return nil
+}
+
+// egressRow is an entry as `agentsfleet egress` shows it.
+func egressRow(en afrun.Egress) []string {
+	status, refused, secrets := fmt.Sprint(en.Status), "-", "-"
+	switch {
+	case en.Refused:
+		status, refused = "-", en.Rule
+	case en.Status == 0:
+		status = "failed: " + en.Error
+	}
+	if len(en.Secrets) > 0 {
+		secrets = strings.Join(en.Secrets, ",")
+	}
+	return []string{when(en.Time), en.Tool, en.Method, en.Host, fmt.Sprint(en.Port), status,
+		fmt.Sprint(en.BytesIn), fmt.Sprint(en.BytesOut), fmt.Sprint(en.DurationMS), secrets, refused}
 }
 
 // cancel is `agentsfleet cancel RUN`.

@@ -226,6 +226,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 	webCfg.Grants = grants.New(s.Store)
+	webCfg.Egress = s.Store
 	webSvc, err := web.NewService(webCfg)
 	if err != nil {
 		return nil, err

@@ -130,6 +130,11 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	// its fleet's revision and its child, read-only.
 	webFn.role.AddToPolicy(allow([]string{"dynamodb:GetItem"}, []string{*st.Table.TableArn()},
 		map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{store.PrefixRun + "*", store.PrefixFleet + "*"}}}))
+	// The runs' egress logs (store.RecordEgress: entries and their
+	// summary, one transaction), a partition of their own: it can write
+	// no run, event or checkpoint.
+	webFn.role.AddToPolicy(allow([]string{"dynamodb:PutItem", "dynamodb:UpdateItem"}, []string{*st.Table.TableArn()},
+		map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{store.PrefixEgress + "*"}}}))
 	webFn.role.AddToPolicy(allow([]string{"secretsmanager:GetSecretValue"}, fleetSecretArns(stack, s), nil))
 	// The deployment's own secrets are never a fleet's, whatever the
 	// pattern FleetSecrets allows.

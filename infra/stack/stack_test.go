@@ -315,6 +315,7 @@ func expectedStatements(name string) map[string][]string {
 			"Allow lambda:InvokeFunction on " + fnArn("runner")},
 		"WebtoolsRole": {logsOf("Webtools"),
 			"Allow dynamodb:GetItem on ${Table.Arn} if {ForAllValues:StringLike={dynamodb:LeadingKeys=FLEET#* | RUN#*}}",
+			"Allow dynamodb:PutItem | dynamodb:UpdateItem on ${Table.Arn} if {ForAllValues:StringLike={dynamodb:LeadingKeys=EGR#*}}",
 			"Allow secretsmanager:GetSecretValue on " + secrets,
 			"Deny secretsmanager:* on ${ModelKeys} | ${SandboxTokenKey} | ${SlackBotToken} | ${SlackSigningSecret}"},
 		"SlackRole": {logsOf("Slack"), tableRW, noPool,

@@ -90,6 +90,7 @@ func (a *API) table() []route {
 		keyed("GET /v1/fleets/{name}/runs", ReachFleet, a.listRuns, scope.RunsRead),
 		keyed("GET /v1/runs/{id}", ReachRun, a.getRun, scope.RunsRead),
 		keyed("GET /v1/runs/{id}/events", ReachRun, a.listEvents, scope.RunsRead),
+		keyed("GET /v1/runs/{id}/egress", ReachRun, a.listEgress, scope.RunsRead),
 		keyed("POST /v1/runs/{id}/cancel", ReachRun, a.cancelRun, scope.RunsWrite),
 
 		keyed("GET /v1/fleets/{name}/schedules", ReachFleet, a.listSchedules, scope.SchedulesRead),

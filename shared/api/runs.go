@@ -118,6 +118,9 @@ func RunResult(ctx context.Context, st *store.Store, id string) (wire.Run, error
 	}
 	body := wire.Run{RunSummary: summaryOf(r.RunSummary), Reason: r.StatusReason,
 		Usage: run.Usage{ToolCalls: r.Spent.ToolCalls}}
+	if body.Egress, err = st.EgressSummary(ctx, id); err != nil {
+		return wire.Run{}, err
+	}
 	if r.Events > 0 {
 		evs, _, err := st.ListEvents(ctx, id, r.Events, 1)
 		if err != nil {
@@ -165,6 +168,28 @@ func (a *API) listEvents(r *http.Request, _ store.Key) (int, any, error) {
 		next = ev.Seq
 	}
 	return http.StatusOK, wire.EventPage{Events: out, Next: next}, nil
+}
+
+// MaxEgressPage is the most entries one GET …/egress returns.
+const MaxEgressPage = 500
+
+// listEgress is GET /v1/runs/{id}/egress?cursor=C&limit=N: the run's
+// outbound requests, oldest first, limit a page (100, at most
+// MaxEgressPage).
+func (a *API) listEgress(r *http.Request, _ store.Key) (int, any, error) {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	id := r.PathValue("id")
+	if _, err := a.cfg.Store.GetRun(r.Context(), id); err != nil { // a key of every fleet reaches any id
+		return 0, nil, err
+	}
+	page, err := a.cfg.Store.ListEgress(r.Context(), id, r.URL.Query().Get("cursor"), min(max(limit, 0), MaxEgressPage))
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, wire.EgressPage{Egress: page.Egress, Next: page.Next}, nil
 }
 
 // cancelRun is POST /v1/runs/{id}/cancel: a queued, running or waiting run

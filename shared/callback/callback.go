@@ -158,11 +158,11 @@ func (s *Sender) check(rawURL string) (*url.URL, error) {
 	case "https":
 	case "http":
 		if !s.policy.Allow.IsValid() {
-			return nil, &egress.RefusedError{Reason: "the callback_url must be https"}
+			return nil, &egress.RefusedError{Rule: run.RuleScheme, Reason: "the callback_url must be https"}
 		}
 		port = "80"
 	default:
-		return nil, &egress.RefusedError{Reason: fmt.Sprintf("the callback_url's scheme %q is not allowed: it must be https", u.Scheme)}
+		return nil, &egress.RefusedError{Rule: run.RuleScheme, Reason: fmt.Sprintf("the callback_url's scheme %q is not allowed: it must be https", u.Scheme)}
 	}
 	if u.User != nil {
 		return nil, &egress.RefusedError{Reason: "the callback_url cannot carry a user name or password"}
@@ -175,7 +175,7 @@ func (s *Sender) check(rawURL string) (*url.URL, error) {
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || n == 0 {
-		return nil, &egress.RefusedError{Reason: fmt.Sprintf("the callback_url's port %q is not a valid port", port)}
+		return nil, &egress.RefusedError{Rule: run.RulePort, Reason: fmt.Sprintf("the callback_url's port %q is not a valid port", port)}
 	}
 	ip, _, err := egress.ParseHost(u.Hostname())
 	if err != nil {
@@ -207,8 +207,21 @@ func (e *StatusError) Error() string {
 // network's error, or ctx.Err(). Messages name the URL's host and path,
 // never its query, which may hold the receiver's token.
 func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Result) error {
+	return s.DeliverRecorded(ctx, callbackURL, secret, r, nil)
+}
+
+// DeliverRecorded is Deliver, calling record (when not nil) with an egress
+// log entry for each attempt, or for the refusal of the URL: tool
+// run.ToolCallback, the receiver's status, the bytes each way and the
+// attempt's time. The entries name the URL's host and port, never its path
+// or query.
+func (s *Sender) DeliverRecorded(ctx context.Context, callbackURL, secret string, r Result, record func(run.Egress)) error {
+	if record == nil {
+		record = func(run.Egress) {}
+	}
 	u, err := s.check(callbackURL)
 	if err != nil {
+		record(refusal(callbackURL, err, s.cfg.Now()))
 		return fmt.Errorf("deliver callback of run %s: %w", r.RunID, err)
 	}
 	where := u.Scheme + "://" + u.Host + u.EscapedPath()
@@ -223,7 +236,7 @@ func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Resu
 
 	var last error
 	for attempt := 1; ; attempt++ {
-		retryAfter, err := s.attempt(ctx, u, secret, body)
+		retryAfter, err := s.attempt(ctx, u, secret, body, record)
 		if err == nil {
 			return nil
 		}
@@ -265,9 +278,18 @@ func (s *Sender) Deliver(ctx context.Context, callbackURL, secret string, r Resu
 
 // attempt sends once. retryAfter is what a 429 or 5xx answer's Retry-After
 // header asked for (0 if nothing).
-func (s *Sender) attempt(ctx context.Context, u *url.URL, secret string, body []byte) (retryAfter time.Duration, err error) {
+func (s *Sender) attempt(ctx context.Context, u *url.URL, secret string, body []byte, record func(run.Egress)) (retryAfter time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.AttemptTimeout)
 	defer cancel()
+	e := entry(u, s.cfg.Now())
+	e.BytesOut = int64(len(body))
+	defer func() {
+		e.DurationMS = s.cfg.Now().Sub(e.Time).Milliseconds()
+		if e.Status == 0 && err != nil {
+			markFailed(&e, err)
+		}
+		record(e)
+	}()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return 0, err
@@ -283,7 +305,8 @@ func (s *Sender) attempt(ctx context.Context, u *url.URL, secret string, body []
 		}
 		return 0, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	e.Status = resp.StatusCode
+	e.BytesIn, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	_ = resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return 0, nil
@@ -292,6 +315,44 @@ func (s *Sender) attempt(ctx context.Context, u *url.URL, secret string, body []
 		retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
 	}
 	return retryAfter, &StatusError{StatusCode: resp.StatusCode}
+}
+
+// entry is the egress log entry of a POST to u begun at t.
+func entry(u *url.URL, t time.Time) run.Egress {
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		port = p
+	}
+	return run.Egress{Time: t.UTC(), Tool: run.ToolCallback, Method: http.MethodPost, Host: u.Hostname(), Port: port, Secrets: []string{}}
+}
+
+// refusal is the entry of a callback_url Check refused: nothing was sent.
+func refusal(rawURL string, err error, t time.Time) run.Egress {
+	u, perr := url.Parse(rawURL)
+	if perr != nil || len(rawURL) > MaxURLBytes {
+		u = &url.URL{}
+	}
+	e := entry(u, t)
+	markFailed(&e, err)
+	return e
+}
+
+// markFailed records on e why an attempt got no answer: a refusal by its
+// rule (the callback_url's own checks name none: run.RuleHost), anything
+// else as the error's text, which names no URL.
+func markFailed(e *run.Egress, err error) {
+	var re *egress.RefusedError
+	if errors.As(err, &re) {
+		e.Refused, e.Rule = true, re.Rule
+		if e.Rule == "" {
+			e.Rule = run.RuleHost
+		}
+		return
+	}
+	e.Error = err.Error()
 }
 
 // retryable reports whether a failed attempt is worth another: a 429 or

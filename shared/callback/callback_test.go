@@ -383,3 +383,37 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliverRecordedLogsEachAttempt: each attempt is an egress entry with
+// the receiver's answer; a refused URL is one refused entry; none names
+// the URL's path or query.
+func TestDeliverRecordedLogsEachAttempt(t *testing.T) {
+	t.Parallel()
+	rc := newReceiver(t, true, failThen(1, http.StatusServiceUnavailable))
+	s := sender(t, rc)
+	_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
+	var got []run.Egress
+	rec := func(e run.Egress) { got = append(got, e) }
+	if err := s.DeliverRecorded(context.Background(), "https://example.com:"+port+"/hook?token=abc", secret, result, rec); err != nil {
+		t.Fatalf("DeliverRecorded: %v", err)
+	}
+	if len(got) != 2 || got[0].Status != http.StatusServiceUnavailable || got[1].Status != http.StatusNoContent {
+		t.Fatalf("entries = %+v, want a 503 then a 204", got)
+	}
+	for _, e := range got {
+		if e.Tool != run.ToolCallback || e.Method != "POST" || e.Host != "example.com" || e.Port == 0 || e.BytesOut == 0 || e.Refused {
+			t.Errorf("entry %+v, want a POST callback to example.com with its bytes out", e)
+		}
+	}
+	got = nil
+	if err := s.DeliverRecorded(context.Background(), "https://10.0.0.1/hook?token=abc", secret, result, rec); err == nil {
+		t.Fatal("DeliverRecorded to a private address: nil error, want a refusal")
+	}
+	if len(got) != 1 || !got[0].Refused || got[0].Rule != run.RuleAddress || got[0].Host != "10.0.0.1" {
+		t.Errorf("entries of a refused URL = %+v, want one refused by %s", got, run.RuleAddress)
+	}
+	b, _ := json.Marshal(got)
+	if strings.Contains(string(b), "token") || strings.Contains(string(b), "/hook") {
+		t.Errorf("entries name the URL's path or query: %s", b)
+	}
+}

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/callback"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // deliverCallback sends the ended run's result to its callback_url, signed
 // with the fleet's webhook secret, retried as Config.Callbacks says. A
 // delivery that fails in the end is logged: the run's result stays in the
-// API either way.
+// API either way. Each attempt goes in the run's egress log.
 func (x *execution) deliverCallback(ctx context.Context) {
 	if x.run.CallbackURL == "" || x.st.Ended == nil {
 		return
@@ -28,7 +29,12 @@ func (x *execution) deliverCallback(ctx context.Context) {
 		return
 	}
 	res := callback.Result{RunID: x.run.ID, Fleet: x.run.Fleet, Source: string(x.run.Source), Result: x.st.Ended.Result}
-	if err := x.r.cfg.Callbacks.Deliver(ctx, x.run.CallbackURL, secret, res); err != nil {
+	var sent []run.Egress
+	err = x.r.cfg.Callbacks.DeliverRecorded(ctx, x.run.CallbackURL, secret, res, func(e run.Egress) { sent = append(sent, e) })
+	if rerr := x.r.cfg.Store.RecordEgress(ctx, x.run.ID, sent); rerr != nil {
+		log.Error("the callback's egress log was not written", "error", rerr)
+	}
+	if err != nil {
 		log.Warn("the callback was not delivered", "error", err)
 		return
 	}

@@ -28,8 +28,8 @@ const (
 	// Definition), POST …/pause, …/resume, and …/webhook-secret together
 	// with RunsWrite (the secret signs deliveries that start runs).
 	FleetsWrite = "fleets:write"
-	// RunsRead: GET /v1/fleets/{name}/runs, GET /v1/runs/{id} and
-	// GET /v1/runs/{id}/events.
+	// RunsRead: GET /v1/fleets/{name}/runs, GET /v1/runs/{id},
+	// GET /v1/runs/{id}/events and GET /v1/runs/{id}/egress.
 	RunsRead = "runs:read"
 	// RunsWrite: POST /v1/fleets/{name}/runs (with RunsRead too when it
 	// continues a conversation) and POST /v1/runs/{id}/cancel.

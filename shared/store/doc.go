@@ -74,6 +74,8 @@
 //	Slack thread        SLACK#<channel>      THREAD#<thread ts>    -              -              the thread's newest run id and its fleet, updatedAt
 //	improvement chat    IMPROVE#<id>         IMPROVE               -              -              fleet, status, turn, origin, Slack thread, latest proposal (from rev, TOML, hash, diff)
 //	improvement log     IMPROVE#<id>         LOG                   -              -              the chat's messages and its agent's conversation (two blobs)
+//	egress entry        EGR#<run id>         E#<µs time><n><rand>  -              -              one outbound request of the run (egress.go)
+//	egress summary      EGR#<run id>         SUM                   -              -              requests, refused, bytesIn, bytesOut
 //
 // Access patterns:
 //
@@ -83,6 +85,7 @@
 //	list a fleet's schedules (≤ 32)                              Query pk=FLEET#<name>, sk begins_with SCHED#
 //	list a run's events from a sequence number, paged            Query pk=RUN#<id>, sk BETWEEN EVT#<from> AND EVT#<max>
 //	list a run's children (≤ 16)                                 Query pk=RUN#<id>, sk begins_with CHILD#
+//	list a run's egress log, oldest first, paged                 Query pk=EGR#<id>, sk begins_with E#
 //	read an agent's conversation (ListTurns)                     Query pk=RUN#<id>, sk BETWEEN TURN#<agent>#<from> AND TURN#<agent>#<to>
 //	list a kind's pooled sandboxes (idle: filter state, TTL)     Query pk=POOL#<kind>, sk begins_with SBX#
 //	list API keys (oldest first, without hashes)                 Query pk=KEYS, sk begins_with KEY#

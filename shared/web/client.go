@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 	"github.com/agentsfleet/agentsfleet/shared/web/fence"
@@ -43,6 +44,7 @@ type route struct {
 	hosts     HostAllower // the fleet's list; nil allows nothing
 
 	maxRedirects int
+	rec          *recorder // nil: the recorder in the request's context
 }
 
 // checkURL returns a *egress.RefusedError if u is not a destination this
@@ -52,25 +54,45 @@ func (r route) checkURL(u *url.URL) error {
 	case "https":
 	case "http":
 		if r.httpsOnly {
-			return &egress.RefusedError{Reason: fmt.Sprintf("%s requires https, and %s is http", r.tool, fence.URL(u))}
+			return &egress.RefusedError{Rule: run.RuleScheme, Reason: fmt.Sprintf("%s requires https, and %s is http", r.tool, fence.URL(u))}
 		}
 	default:
-		return &egress.RefusedError{Reason: fmt.Sprintf("scheme %q is not allowed: only http and https", u.Scheme)}
+		return &egress.RefusedError{Rule: run.RuleScheme, Reason: fmt.Sprintf("scheme %q is not allowed: only http and https", u.Scheme)}
 	}
 	if u.Host == "" {
-		return &egress.RefusedError{Reason: "the URL has no host"}
+		return &egress.RefusedError{Rule: run.RuleHost, Reason: "the URL has no host"}
 	}
 	if secret.HasRef(u.Host) {
-		return &egress.RefusedError{Reason: "a secret reference cannot be part of the host"}
+		return &egress.RefusedError{Rule: run.RuleSecretInHost, Reason: "a secret reference cannot be part of the host"}
 	}
 	host, err := egress.CanonicalHost(u.Hostname())
 	if err != nil {
-		return &egress.RefusedError{Reason: err.Error()}
+		return &egress.RefusedError{Rule: run.RuleHost, Reason: err.Error()}
 	}
 	if r.listed && (r.hosts == nil || !r.hosts.Allows(host)) {
-		return &egress.RefusedError{Reason: fmt.Sprintf("host %s is not in the fleet's network host list", host)}
+		return &egress.RefusedError{Rule: run.RuleHostList, Reason: fmt.Sprintf("host %s is not in the fleet's network host list", host)}
 	}
 	return nil
+}
+
+// check is checkURL, recording a refusal of a request by method to u in
+// the run's egress log.
+func (r route) check(ctx context.Context, method string, u *url.URL) error {
+	err := r.checkURL(u)
+	if err != nil {
+		r.recorder(ctx).refuse(ctx, method, u, run.RuleHost, err)
+	}
+	return err
+}
+
+// recorder is where the route's requests are recorded: its own (an MCP
+// client, whose SDK sends requests under contexts of its own), else the
+// one in ctx; nil records nothing.
+func (r route) recorder(ctx context.Context) *recorder {
+	if r.rec != nil {
+		return r.rec
+	}
+	return recorderFrom(ctx)
 }
 
 // redirectLimitError is the 6th redirect.
@@ -87,15 +109,18 @@ func (e *redirectLimitError) Error() string {
 // pointed, so secrets go only where they were approved.
 func (r route) checkRedirect(pin **url.URL) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
+		rec := r.recorder(req.Context())
 		if len(via) > r.maxRedirects {
+			rec.refuse(req.Context(), req.Method, req.URL, run.RuleRedirects, nil)
 			return &redirectLimitError{r.maxRedirects}
 		}
-		if err := r.checkURL(req.URL); err != nil {
+		if err := r.check(req.Context(), req.Method, req.URL); err != nil {
 			return err
 		}
 		if pin != nil {
 			first := via[0].URL
 			if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+				rec.refuse(req.Context(), req.Method, req.URL, run.RuleSecretRedirect, nil)
 				*pin = req.URL
 				return http.ErrUseLastResponse
 			}
@@ -108,16 +133,18 @@ func (r route) checkRedirect(pin **url.URL) func(*http.Request, []*http.Request)
 type sentKey struct{}
 
 // marking wraps the egress transports: every request whose context carries
-// a sentKey flag sets it. Service.Call uses the flag to decide whether the
-// output can hold data from outside, which must be screened against every
-// fleet secret. Because both transports are wrapped, no tool can forget.
+// a sentKey flag sets it, and every request whose context carries a
+// recorder is recorded in it (egresslog.go). Service.Call uses the flag to
+// decide whether the output can hold data from outside, which must be
+// screened against every fleet secret. Because both transports are
+// wrapped, no tool can forget either.
 type marking struct{ rt http.RoundTripper }
 
 func (m marking) RoundTrip(r *http.Request) (*http.Response, error) {
 	if sent, ok := r.Context().Value(sentKey{}).(*atomic.Bool); ok {
 		sent.Store(true)
 	}
-	return m.rt.RoundTrip(r)
+	return roundTrip(m.rt, r) // and every request goes in the run's egress log
 }
 
 // readScreened reads at most max bytes of a response body and reports

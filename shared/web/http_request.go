@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/fence"
@@ -72,6 +73,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 
 	// 2. The destination, as written.
 	if refInHost(args.URL) {
+		recorderFrom(ctx).refuse(ctx, method, roughURL(args.URL), run.RuleSecretInHost, nil)
 		return fail("refused: a secret reference cannot be part of the host. Nothing was sent")
 	}
 	u, err := url.Parse(args.URL)
@@ -82,7 +84,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		return fail("not an absolute http or https URL")
 	}
 	r := route{tool: wire.ToolHTTPRequest, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
-	if err := r.checkURL(u); err != nil {
+	if err := r.check(ctx, method, u); err != nil {
 		t.net.log.Warn("web request refused", "tool", wire.ToolHTTPRequest, "run_id", inv.RunID, "host", u.Hostname(), "secret_refs", carriesRefs, "reason", err.Error())
 		if carriesRefs {
 			return fail("%v. Nothing was sent and no secret was read: secret references are filled only for hosts on the fleet's network host list", err)
@@ -125,6 +127,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		return fail("with the secrets filled in, the URL is not valid: a secret value in a URL must be URL-safe. Nothing was sent")
 	}
 	if fu.Scheme != u.Scheme || fu.Host != u.Host {
+		recorderFrom(ctx).refuse(ctx, method, u, run.RuleSecretInHost, nil)
 		return fail("refused: filling the secret references would change where the request goes; put references only in the URL's path or query. Nothing was sent")
 	}
 	headers := http.Header{}
@@ -148,7 +151,7 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 	}
 
 	// 5. Send.
-	ctx, cancel := context.WithTimeout(ctx, t.net.timeout)
+	ctx, cancel := context.WithTimeout(withSecretNames(ctx, filled), t.net.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, fu.String(), bytes.NewReader([]byte(filledBody)))
 	if err != nil {
@@ -200,6 +203,19 @@ func refInHost(rawURL string) bool {
 		rest = rest[i+1:]
 	}
 	return secret.HasRef(rest)
+}
+
+// roughURL is rawURL's scheme and host, for the egress log, when
+// url.Parse refuses it (a reference in the host is not a valid host).
+func roughURL(rawURL string) *url.URL {
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return &url.URL{Scheme: scheme, Host: rest}
 }
 
 func headerValues(h map[string]string) []string {

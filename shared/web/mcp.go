@@ -79,6 +79,7 @@ func (s *Service) mcpCall(ctx context.Context, raw json.RawMessage) (tool.Result
 		return tool.Errorf(`%s: the arguments must be {"server": "NAME", "tool": "NAME", "arguments": {…}}`, wire.ToolMCPCall), nil
 	}
 	name := fleet.MCPToolName(a.Server, a.Tool)
+	recorderFrom(ctx).setTool(name)
 	inv := invocationFrom(ctx)
 	if inv.Checked && !fleet.AllowsMCPTool(inv.Tools, a.Server, a.Tool) {
 		return tool.Errorf("%s: refused: the agent does not hold this tool", name), nil
@@ -147,8 +148,8 @@ func (s *Service) mcpClient(ctx context.Context, inv *invocation, server string)
 	if err != nil || !u.IsAbs() {
 		return refuse("its url is not an absolute URL")
 	}
-	r := route{tool: "MCP server " + server, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects}
-	if err := r.checkURL(u); err != nil {
+	r := route{tool: "MCP server " + server, listed: true, hosts: inv.Hosts, maxRedirects: maxRedirects, rec: recorderFrom(ctx)}
+	if err := r.check(ctx, http.MethodPost, u); err != nil {
 		s.net.log.Warn("mcp request refused", "run_id", inv.RunID, "server", server, "host", u.Hostname(), "reason", err.Error())
 		return refuse("%v. Nothing was sent and no secret was read: the server's headers are filled only for a host on the fleet's network host list", err)
 	}
@@ -203,17 +204,24 @@ type mcpTransport struct {
 }
 
 func (t *mcpTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := t.route.checkURL(r.URL); err != nil {
+	if err := t.route.check(r.Context(), r.Method, r.URL); err != nil {
 		if r.Body != nil {
 			r.Body.Close()
 		}
 		return nil, err
 	}
-	r = r.Clone(r.Context())
+	// The SDK's context carries neither the call's recorder nor the
+	// names of the secrets its headers hold: the clone does.
+	ctx := r.Context()
+	if t.route.rec != nil {
+		ctx = withRecorder(ctx, t.route.rec)
+	}
+	r = r.Clone(ctx)
 	if r.URL.Scheme == t.srv.u.Scheme && r.URL.Host == t.srv.u.Host {
 		for k, v := range t.srv.header {
 			r.Header[k] = v
 		}
+		r = r.WithContext(withSecretNames(r.Context(), t.srv.filled))
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {

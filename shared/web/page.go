@@ -36,7 +36,7 @@ func (n *network) fetchPage(ctx context.Context, r route, rt http.RoundTripper, 
 	if err != nil || !u.IsAbs() {
 		return fail("not an absolute http or https URL")
 	}
-	if err := r.checkURL(u); err != nil {
+	if err := r.check(ctx, http.MethodGet, u); err != nil {
 		n.log.Warn("web request refused", "tool", r.tool, "host", u.Hostname(), "reason", err.Error())
 		return fail("%v", err)
 	}

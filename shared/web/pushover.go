@@ -67,7 +67,7 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 		return tool.Result{}, fmt.Errorf("pushover endpoint %q: %w", t.endpoint, err)
 	}
 	r := route{tool: wire.ToolPushover, httpsOnly: true, listed: true, hosts: inv.Hosts, maxRedirects: 0}
-	if err := r.checkURL(u); err != nil {
+	if err := r.check(ctx, http.MethodPost, u); err != nil {
 		return tool.Errorf("pushover: %v. Add %s to the fleet's network host list to send notifications. Nothing was sent", err, u.Hostname()), nil
 	}
 	for _, name := range []string{PushoverTokenSecret, PushoverUserSecret} {
@@ -98,7 +98,7 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 			form.Set("expire", strconv.Itoa(int(emergencyExpire/time.Second)))
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.net.timeout)
+	ctx, cancel := context.WithTimeout(withSecretNames(ctx, []string{PushoverTokenSecret, PushoverUserSecret}), t.net.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {

@@ -58,6 +58,10 @@ type Config struct {
 	// `agentsfleet dev` set it; nil (tests, `webtools call`) trusts the
 	// Request's Hosts and Secrets.
 	Grants Grants
+	// Egress keeps each run's egress log: every request a call sends or
+	// is refused, recorded under the call's run id (verified by Grants
+	// when the Service has them). Nil records nothing.
+	Egress EgressLog
 }
 
 // Grants tells the web tools what an agent holds, from the run's pinned
@@ -130,6 +134,7 @@ type Service struct {
 	tools  map[string]tool.Tool
 	names  []string
 	grants Grants
+	egress EgressLog
 }
 
 // NewService builds the tools over cfg. It returns an error for a search
@@ -147,7 +152,7 @@ func NewService(cfg Config) (*Service, error) {
 	if pushover == "" {
 		pushover = DefaultPushoverURL
 	}
-	s := &Service{net: n, tools: map[string]tool.Tool{}, grants: cfg.Grants}
+	s := &Service{net: n, tools: map[string]tool.Tool{}, grants: cfg.Grants, egress: cfg.Egress}
 	for _, t := range []tool.Tool{
 		newWebFetch(n),
 		newWebSearch(n, backend),
@@ -215,9 +220,10 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	sent := new(atomic.Bool)
-	ctx = context.WithValue(context.WithValue(ctx, sentKey{}, sent), invocationKey{}, inv)
+	sent, rec := new(atomic.Bool), newRecorder(req.Tool)
+	ctx = context.WithValue(context.WithValue(withRecorder(ctx, rec), sentKey{}, sent), invocationKey{}, inv)
 	res, err := op(ctx, args)
+	s.recordEgress(ctx, req.RunID, rec, inv)
 	if err != nil {
 		// Not %w: the wrapped chain would still carry the unscreened text.
 		return tool.Result{}, errors.New(inv.Secrets.RedactLoaded(fmt.Sprintf("web tool %s: %v", req.Tool, err)))

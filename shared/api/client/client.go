@@ -226,6 +226,7 @@ type (
 	RunSummary    = wire.RunSummary
 	Run           = wire.Run
 	RunPage       = wire.RunPage
+	EgressPage    = wire.EgressPage
 	Schedule      = wire.Schedule
 	NewSchedule   = wire.NewSchedule
 	SchedulePatch = wire.SchedulePatch
@@ -316,6 +317,14 @@ func (c *Client) Runs(ctx context.Context, fleet, cursor string) (RunPage, error
 func (c *Client) Run(ctx context.Context, id string) (Run, error) {
 	var out Run
 	err := c.do(ctx, http.MethodGet, "/v1/runs/"+seg(id), nil, &out)
+	return out, err
+}
+
+// Egress returns a page of the run's egress log, oldest first, from cursor
+// ("" for the first); its Next is "" on the last page.
+func (c *Client) Egress(ctx context.Context, id, cursor string) (EgressPage, error) {
+	var out EgressPage
+	err := c.do(ctx, http.MethodGet, "/v1/runs/"+seg(id)+"/egress"+query("cursor", cursor), nil, &out)
 	return out, err
 }
 

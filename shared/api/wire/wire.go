@@ -73,6 +73,8 @@ type Run struct {
 	Error  *run.Error `json:"error"`
 	Usage  run.Usage  `json:"usage"`
 	Reason string     `json:"reason,omitempty"`
+	// Egress counts the run's egress log (GET /v1/runs/{id}/egress).
+	Egress run.EgressSummary `json:"egress"`
 }
 
 // SetResult sets r's status, answer, error and usage to res, a run.ended's.
@@ -181,6 +183,14 @@ type StartRequest struct {
 type EventPage struct {
 	Events []run.Event `json:"events"`
 	Next   int64       `json:"next"`
+}
+
+// EgressPage is GET /v1/runs/{id}/egress: a page of the run's outbound
+// requests, oldest first, and next, the cursor of the following page (""
+// at the end).
+type EgressPage struct {
+	Egress []run.Egress `json:"egress"`
+	Next   string       `json:"next"`
 }
 
 // KeyPage is GET /v1/keys.

@@ -27,7 +27,8 @@ func Settings() []setting.Var {
 // New is the webtools function: the web tools under the egress
 // policy, the fleets' secrets (and the search key) read from Secrets
 // Manager, and what each call may use read from the table by its run id
-// (grants.Store). Its handler is Service.Invoke.
+// (grants.Store); each call's requests go in its run's egress log in the
+// same table. Its handler is Service.Invoke.
 func New(_ context.Context, e deploy.Env) (*web.Service, error) {
 	if err := setting.Check(e.Getenv, Settings(), "the webtools function"); err != nil {
 		return nil, err
@@ -41,5 +42,6 @@ func New(_ context.Context, e deploy.Env) (*web.Service, error) {
 		return nil, err
 	}
 	cfg.Grants = grants.New(st)
+	cfg.Egress = st // each call's requests, in its run's egress log
 	return web.NewService(cfg)
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // Resolver looks host names up. *net.Resolver satisfies it; tests give a
@@ -53,7 +55,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
-		return nil, refused("network %q: only TCP is allowed", network)
+		return nil, refused(run.RuleNetwork, "network %q: only TCP is allowed", network)
 	}
 	host, portText, err := net.SplitHostPort(address)
 	if err != nil {
@@ -61,11 +63,11 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 	}
 	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil || port == 0 {
-		return nil, refused("port %q is not a valid port", portText)
+		return nil, refused(run.RulePort, "port %q is not a valid port", portText)
 	}
 	ip, name, err := ParseHost(host)
 	if err != nil {
-		return nil, &RefusedError{Reason: err.Error()}
+		return nil, &RefusedError{Rule: run.RuleHost, Reason: err.Error()}
 	}
 	var addrs []netip.Addr
 	if ip.IsValid() {
@@ -90,7 +92,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		if err := d.check(netip.AddrPortFrom(a, uint16(port))); err != nil {
 			var re *RefusedError
 			if name != "" && errors.As(err, &re) {
-				err = refused("%s resolves to %s", name, re.Reason)
+				err = refused(re.Rule, "%s resolves to %s", name, re.Reason)
 			}
 			d.logRefusal(a, address, err)
 			return nil, err
@@ -116,7 +118,7 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 func (d *Dialer) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return refused("socket address %q is not an IP address and port", address)
+		return refused(run.RuleAddress, "socket address %q is not an IP address and port", address)
 	}
 	if err := d.check(ap); err != nil {
 		d.logRefusal(ap.Addr(), address, err)

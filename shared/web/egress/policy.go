@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // RefusedError is the error for a destination the policy does not allow. Its
@@ -13,12 +15,15 @@ import (
 // carries anything but the host, the address and the port.
 type RefusedError struct {
 	Reason string // such as "127.0.0.1 is a loopback address"
+	// Rule names the rule that refused, as a run's egress log records it
+	// (run.RuleAddress, run.RulePort, …); "" when the refuser set none.
+	Rule string
 }
 
 func (e *RefusedError) Error() string { return "refused: " + e.Reason }
 
-func refused(format string, args ...any) *RefusedError {
-	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+func refused(rule, format string, args ...any) *RefusedError {
+	return &RefusedError{Rule: rule, Reason: fmt.Sprintf(format, args...)}
 }
 
 // Policy says which addresses and ports a Dialer may connect to.
@@ -46,7 +51,7 @@ func (p Policy) Check(ap netip.AddrPort) error {
 		return nil
 	}
 	if what, bad := Classify(ap.Addr()); bad {
-		return refused("%s is %s", ap.Addr().WithZone(""), what)
+		return refused(run.RuleAddress, "%s is %s", ap.Addr().WithZone(""), what)
 	}
 	return p.CheckPort(ap.Port())
 }
@@ -61,7 +66,7 @@ func (p Policy) CheckPort(port uint16) error {
 	for i, q := range p.Ports {
 		names[i] = strconv.Itoa(int(q))
 	}
-	return refused("port %d is not allowed: this tool reaches ports %s only", port, strings.Join(names, " and "))
+	return refused(run.RulePort, "port %d is not allowed: this tool reaches ports %s only", port, strings.Join(names, " and "))
 }
 
 func (p Policy) admitted(ap netip.AddrPort) bool {
