@@ -105,12 +105,47 @@ def mismatch(start_response):
     return [body]
 
 
+def copy_each_table_once() -> None:
+    """moto's TransactWriteItems keeps a deep copy of a table, to roll back
+    to, once for every item of the transaction that names it: a step's
+    transaction of eight items copied the whole table eight times, so a
+    commit cost grew with everything the table held (100 ms and more by the
+    end of a benchmark). One copy per table per transaction is the same
+    rollback. moto is entered by one request at a time (the lock in main),
+    so swapping the module's deepcopy for the call races nobody."""
+    import copy
+
+    from moto.dynamodb import models
+
+    transact = models.DynamoDBBackend.transact_write_items
+    deepcopy = copy.deepcopy
+
+    def once(self, transact_items):
+        copies = {}
+
+        def table_once(x, memo=None):
+            if isinstance(x, models.Table):
+                if id(x) not in copies:
+                    copies[id(x)] = deepcopy(x)
+                return copies[id(x)]
+            return deepcopy(x, memo)
+
+        models.copy.deepcopy = table_once
+        try:
+            return transact(self, transact_items)
+        finally:
+            models.copy.deepcopy = deepcopy
+
+    models.DynamoDBBackend.transact_write_items = once
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     args = parser.parse_args()
 
+    copy_each_table_once()
     app = Idempotent(DomainDispatcherApplication(create_backend_app))
     one_at_a_time = threading.Lock()
 
