@@ -78,15 +78,6 @@ func (d *Definition) AllowedTools() []string {
 	return slices.Compact(out)
 }
 
-// declaredNames returns the names of d's declared tools, sorted.
-func (d *Definition) declaredNames() []string {
-	out := make([]string, len(d.DeclaredTools))
-	for i, t := range d.DeclaredTools {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // wireDeclared is a declared tool in the canonical form.
 type wireDeclared struct {
 	Name        string          `json:"name"`
