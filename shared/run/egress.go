@@ -28,6 +28,10 @@ type Egress struct {
 	// Error says why a request that was not refused got no response
 	// (a DNS failure, a connection refused, a timeout); "" otherwise.
 	Error string `json:"error,omitempty"`
+	// Sandbox marks an entry the sandbox reported (the browser's proxy in
+	// it): an account from inside the sandbox, which the runner bounds but
+	// cannot check, not a record made outside it.
+	Sandbox bool `json:"sandbox,omitempty"`
 }
 
 // ToolCallback is the Egress tool of a completion callback, which the
@@ -45,6 +49,7 @@ const (
 	RuleNetwork        = "network"         // not TCP
 	RuleRedirects      = "redirect_limit"  // more redirects than the tool follows
 	RuleSecretRedirect = "secret_redirect" // a redirect elsewhere of a request that carried secrets, not followed
+	RuleTunnelLimit    = "tunnel_limit"    // more open connections than the browser's proxy carries at once
 )
 
 // EgressSummary counts a run's egress log: GET /v1/runs/{id}'s `egress`.

@@ -65,6 +65,22 @@ text = "saw {{last_image}}"
 	if len(results) != 2 || results[0].IsError || !strings.Contains(results[0].Output, "a blue page") || !strings.Contains(results[0].Output, "Blue") {
 		t.Fatalf("browser_open's result: %+v, want the page's title and text", results)
 	}
+	// The page's request went through the sandbox's proxy, which reported
+	// it: the run's egress log holds it, as the sandbox's account.
+	log, err := e.store.ListEgress(ctx, id, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reported bool
+	for _, en := range log.Egress {
+		if en.Tool == "browser_open" && en.Sandbox && en.Method == http.MethodGet && en.Status == http.StatusOK &&
+			en.Port == int(allow.Port()) && en.BytesIn > 0 {
+			reported = true
+		}
+	}
+	if !reported {
+		t.Errorf("the egress log %+v has no browser_open entry for the page", log.Egress)
+	}
 	shot := results[1]
 	if shot.IsError || shot.Image == nil || shot.Image.Ref == "" {
 		t.Fatalf("screenshot's result: %+v, want an image kept by reference", shot)

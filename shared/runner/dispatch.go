@@ -233,6 +233,10 @@ func (x *execution) sandboxOp(ctx context.Context, name string, send func(contex
 	// started before the run, without it.
 	cctx := client.WithToolTimeout(client.WithAgent(ctx, x.agent.id()), x.def.Limits.ToolTimeout())
 	res, err := send(cctx, sb)
+	if len(res.Egress) > 0 {
+		x.recordSandboxEgress(ctx, name, res.Egress)
+		res.Egress = nil
+	}
 	switch {
 	case err == nil:
 		if note := x.takeFolderNote(); note != "" {

@@ -46,6 +46,7 @@ type egressRecord struct {
 	Refused    bool      `dynamodbav:"refused"`
 	Rule       string    `dynamodbav:"rule,omitempty"`
 	Error      string    `dynamodbav:"error,omitempty"`
+	Sandbox    bool      `dynamodbav:"sandbox,omitempty"`
 }
 
 func (r egressRecord) entry() run.Egress {
@@ -55,7 +56,7 @@ func (r egressRecord) entry() run.Egress {
 	}
 	return run.Egress{Time: r.At, Tool: r.Tool, Method: r.Method, Host: r.Host, Port: r.Port, Status: r.Status,
 		BytesIn: r.BytesIn, BytesOut: r.BytesOut, DurationMS: r.DurationMS, Secrets: secrets,
-		Refused: r.Refused, Rule: r.Rule, Error: r.Error}
+		Refused: r.Refused, Rule: r.Rule, Error: r.Error, Sandbox: r.Sandbox}
 }
 
 type egressSumRecord struct {
@@ -102,7 +103,7 @@ func (s *Store) recordEgress(ctx context.Context, runID string, entries []run.Eg
 		item, err := marshal(egressRecord{PK: prefixEgress + runID, SK: egressSK(e.Time, i), At: e.Time.UTC(),
 			Tool: e.Tool, Method: e.Method, Host: cut(e.Host, maxEgressText), Port: e.Port, Status: e.Status,
 			BytesIn: e.BytesIn, BytesOut: e.BytesOut, DurationMS: e.DurationMS, Secrets: e.Secrets,
-			Refused: e.Refused, Rule: e.Rule, Error: cut(e.Error, maxEgressText)})
+			Refused: e.Refused, Rule: e.Rule, Error: cut(e.Error, maxEgressText), Sandbox: e.Sandbox})
 		if err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func TestEgressEntryKeepsItsFields(t *testing.T) {
 	e := newEnv(t)
 	in := run.Egress{Time: time.Date(2026, 3, 1, 9, 0, 0, 123000, time.UTC), Tool: "http_request", Method: "POST",
 		Host: "api.example", Port: 8443, Status: 201, BytesIn: 10, BytesOut: 20, DurationMS: 7,
-		Secrets: []string{"TOKEN"}}
+		Secrets: []string{"TOKEN"}, Sandbox: true}
 	if err := e.RecordEgress(ctx, "run_f", []run.Egress{in, {Tool: "x"}}); !errors.Is(err, fault.RequestInvalid) {
 		t.Errorf("RecordEgress with an entry without a time: err = %v, want fault.RequestInvalid", err)
 	}
@@ -96,7 +96,7 @@ func TestEgressEntryKeepsItsFields(t *testing.T) {
 	}
 	got := page.Egress[0]
 	if !got.Time.Equal(in.Time) || got.Host != in.Host || got.Port != in.Port || got.Status != in.Status ||
-		got.BytesIn != 10 || got.BytesOut != 20 || got.DurationMS != 7 || !slices.Equal(got.Secrets, in.Secrets) {
+		got.BytesIn != 10 || got.BytesOut != 20 || got.DurationMS != 7 || !slices.Equal(got.Secrets, in.Secrets) || !got.Sandbox {
 		t.Errorf("entry = %+v, want %+v", got, in)
 	}
 }

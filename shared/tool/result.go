@@ -1,6 +1,10 @@
 package tool
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentsfleet/agentsfleet/shared/run"
+)
 
 // Result is what a tool call returns to the model: text plus an error flag,
 // and for screenshot an image. It is also the JSON answer of sandboxd and
@@ -11,6 +15,11 @@ type Result struct {
 	// Image, when set, is a picture the tool made (screenshot's), shown to
 	// the model beside Output.
 	Image *Image `json:"image,omitempty"`
+	// Egress is what the tool reached on the network as it reports it (the
+	// browser tools: their proxy's connections), for the run's egress log
+	// and never for the model; the runner records it with the sandbox's
+	// mark.
+	Egress []run.Egress `json:"egress,omitempty"`
 }
 
 // Image is an encoded picture a tool made.

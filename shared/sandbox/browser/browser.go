@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/browser/proxy"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/confine"
@@ -53,6 +54,9 @@ type Browser struct {
 	starts int    // Chromium processes started, for tests and the log
 	lost   string // why the last browser went without Close, for the next call to say
 	opened bool   // browser_open opened a page on cur
+	// leftover is the egress of browsers closed or restarted since the
+	// last call reported, for the next call to report.
+	leftover []run.Egress
 }
 
 // instance is a running browser: Chromium, its proxy, and who started it.
@@ -152,6 +156,7 @@ func (b *Browser) running(ctx context.Context) (inst *instance, note string, err
 	if old != nil {
 		b.log.Warn("browser: restarting a browser that died", "pid", old.proc.pid, "output", old.proc.output.String())
 		old.close()
+		b.keepEgress(old)
 	}
 
 	px, err := proxy.Start(proxy.Config{Allow: b.cfg.Allow, Logger: b.log})
@@ -227,6 +232,7 @@ func (b *Browser) CloseAgent(agent string) int {
 	b.lost = fmt.Sprintf("the browser was closed when agent %s, which had started it, was stopped", agent)
 	b.mu.Unlock()
 	inst.close()
+	b.keepEgress(inst)
 	b.log.Info("browser: closed with its agent", "agent", agent, "pid", inst.proc.pid)
 	return 1
 }
@@ -243,6 +249,48 @@ func (b *Browser) Close() error {
 		inst.close()
 	}
 	return nil
+}
+
+// keepEgress keeps the egress of inst, closed, for the next call's result.
+func (b *Browser) keepEgress(inst *instance) {
+	entries, dropped := inst.proxy.Drain()
+	b.noteDropped(dropped)
+	b.mu.Lock()
+	b.leftover = append(b.leftover, entries...)
+	if extra := len(b.leftover) - maxLeftover; extra > 0 {
+		b.leftover = append(b.leftover[:0], b.leftover[extra:]...)
+		b.noteDropped(extra)
+	}
+	b.mu.Unlock()
+}
+
+// maxLeftover bounds the entries kept of browsers closed since the last
+// call (each restart adds its proxy's).
+const maxLeftover = 1024
+
+// egress is the browser's egress since the last call reported it, named
+// after the call's tool: the connections of inst's proxy and of any
+// browser closed meanwhile. Called with b's turn.
+func (b *Browser) egress(inst *instance, name string) []run.Egress {
+	b.mu.Lock()
+	entries := b.leftover
+	b.leftover = nil
+	b.mu.Unlock()
+	if inst != nil {
+		more, dropped := inst.proxy.Drain()
+		b.noteDropped(dropped)
+		entries = append(entries, more...)
+	}
+	for k := range entries {
+		entries[k].Tool = name
+	}
+	return entries
+}
+
+func (b *Browser) noteDropped(n int) {
+	if n > 0 {
+		b.log.Warn("browser: egress entries dropped: more connections between two calls than the proxy keeps", "dropped", n)
+	}
 }
 
 func (i *instance) close() {

@@ -41,8 +41,9 @@ type navigation struct {
 	wait wait
 
 	mu        sync.Mutex
-	frame     cdp.FrameID  // the page's main frame
-	loader    cdp.LoaderID // the navigation's: its first document request's, then Page.navigate's
+	frame     cdp.FrameID           // the page's main frame
+	loader    cdp.LoaderID          // the navigation's: its first document request's, then Page.navigate's
+	seen      map[cdp.LoaderID]bool // the main frame's document loaders since the call began
 	reqID     network.RequestID
 	reqURL    string // the document's last request, after redirects
 	respURL   string
@@ -64,11 +65,14 @@ func (n *navigation) event(ev any) {
 }
 
 // known sets the loader Page.navigate answered, when the events had not
-// shown it yet (or showed another navigation's, one the page started).
+// shown it yet (or showed another navigation's, one the page started
+// before). A loader the events did show is left to them: the page may
+// already have moved on from it (a script's redirect that ran before
+// Page.navigate's answer was read), and its load event never comes.
 func (n *navigation) known(loader cdp.LoaderID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.loader != loader {
+	if n.loader != loader && !n.seen[loader] {
 		n.loader, n.reqID, n.reqURL, n.respURL, n.status, n.committed = loader, "", "", "", 0, false
 		clear(n.reached)
 	}
@@ -81,6 +85,7 @@ func (n *navigation) handle(ev any) {
 		if ev.Type != network.ResourceTypeDocument || ev.FrameID != n.frame {
 			return
 		}
+		n.seen[ev.LoaderID] = true
 		if ev.LoaderID != n.loader {
 			// The first document request of the main frame since the
 			// call began is its navigation's (Page.navigate answers only
@@ -130,7 +135,7 @@ func (n *navigation) state() (reached bool, failed string) {
 // error is errNavTimeout when ctx ended first (the load is stopped then,
 // and the navigation holds what is known), or a broken browser.
 func (b *Browser) navigate(ctx context.Context, inst *instance, target string, w wait) (*navigation, error) {
-	n := &navigation{wait: w, reached: map[string]bool{}, changed: make(chan struct{}, 1)}
+	n := &navigation{wait: w, reached: map[string]bool{}, seen: map[cdp.LoaderID]bool{}, changed: make(chan struct{}, 1)}
 	cctx, release := callContext(ctx, inst.proc.tab)
 	defer release()
 	tree, err := chromedp.Run(cctx, func(ctx context.Context, t *chromedp.Target) (page.GetFrameTreeResult, error) {

@@ -74,6 +74,7 @@ func (t *Open) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	}
 	refusals, _ := inst.proxy.RefusalsSince(mark)
 	out := n.answer(u, refusals, timeout, errors.Is(err, errNavTimeout))
+	out.Egress = t.b.egress(inst, "browser_open")
 	if !out.IsError || n.committed {
 		t.b.setOpened()
 	}

@@ -62,8 +62,17 @@ func (t *Shot) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 	defer done()
 	inst, opened := t.b.current()
 	if inst == nil || !opened {
-		return tool.Errorf("screenshot: no page is open in the sandbox's browser: open one with browser_open first%s", t.b.lostNote()), nil
+		res := tool.Errorf("screenshot: no page is open in the sandbox's browser: open one with browser_open first%s", t.b.lostNote())
+		res.Egress = t.b.egress(nil, "screenshot")
+		return res, nil
 	}
+	res, err := t.capture(ctx, inst, args, timeout)
+	res.Egress = t.b.egress(inst, "screenshot")
+	return res, err
+}
+
+// capture is screenshot's work on the running browser inst.
+func (t *Shot) capture(ctx context.Context, inst *instance, args sandbox.ScreenshotArgs, timeout time.Duration) (tool.Result, error) {
 	cctx, release := callContext(ctx, inst.proc.tab)
 	defer release()
 

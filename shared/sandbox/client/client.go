@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/pin"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/wire"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
@@ -293,9 +294,10 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 	}
 	if status == http.StatusOK {
 		var res struct {
-			Output  *string     `json:"output"`
-			IsError *bool       `json:"is_error"`
-			Image   *tool.Image `json:"image"`
+			Output  *string      `json:"output"`
+			IsError *bool        `json:"is_error"`
+			Image   *tool.Image  `json:"image"`
+			Egress  []run.Egress `json:"egress"`
 		}
 		if json.Unmarshal(body, &res) != nil || res.Output == nil || res.IsError == nil {
 			return tool.Result{}, op.foreign(status, ctype, `the body is not a tool result {"output", "is_error"}`)
@@ -303,7 +305,7 @@ func (c *Client) Call(ctx context.Context, name string, args json.RawMessage, id
 		if why := checkImage(res.Image); why != "" {
 			return tool.Result{}, op.foreign(status, ctype, why)
 		}
-		return tool.Result{Output: *res.Output, IsError: *res.IsError, Image: res.Image}, nil
+		return tool.Result{Output: *res.Output, IsError: *res.IsError, Image: res.Image, Egress: res.Egress}, nil
 	}
 	kind := statusKinds[status]
 	var eb struct {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -167,13 +168,13 @@ func TestCallRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Call(%s, %s) = %v", tt.name, tt.args, err)
 		}
-		if want := sd.direct(t, tt.name, tt.args); got != want {
+		if want := sd.direct(t, tt.name, tt.args); !reflect.DeepEqual(got, want) {
 			t.Errorf("Call(%s, %s) = %+v, want server.Call's %+v", tt.name, tt.args, got, want)
 		}
 	}
 	// No arguments are {}.
 	got, err := c.Call(ctx, "list", nil, "")
-	if want := sd.direct(t, "list", `{}`); err != nil || got != want {
+	if want := sd.direct(t, "list", `{}`); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Call(list, nil) = %+v, %v; want %+v", got, err, want)
 	}
 	if got, _ := c.Call(ctx, "read", json.RawMessage(`{"path":"missing.txt"}`), ""); !got.IsError {
@@ -200,7 +201,7 @@ func TestIdempotentRetry(t *testing.T) {
 		t.Fatalf("first call = %+v, %v", first, err)
 	}
 	again, err := c.Call(ctx, "bash", appendOnce, "step-1")
-	if err != nil || again != first {
+	if err != nil || !reflect.DeepEqual(again, first) {
 		t.Fatalf("retry = %+v, %v; want the first result %+v", again, err, first)
 	}
 	if n := runs(); n != 1 {

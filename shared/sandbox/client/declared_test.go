@@ -5,6 +5,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/client"
@@ -24,7 +25,7 @@ func TestCallDeclared(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(args)
-	if want := sd.direct(t, wire.DeclaredTool, string(body)); got != want || got.Output != "hello world\n{\"who\":\"world\"}\n[exit code 2]" || !got.IsError {
+	if want := sd.direct(t, wire.DeclaredTool, string(body)); !reflect.DeepEqual(got, want) || got.Output != "hello world\n{\"who\":\"world\"}\n[exit code 2]" || !got.IsError {
 		t.Fatalf("CallDeclared = %+v, want %+v", got, want)
 	}
 	before := sd.requests.Load()

@@ -196,6 +196,13 @@ func TestServeBrowserFlag(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Output, "through sandboxd serve") {
 		t.Fatalf("browser_open = %+v\n%s", res, p.log())
 	}
+	reported := false
+	for _, e := range res.Egress {
+		reported = reported || (e.Tool == "browser_open" && e.Host == "127.0.0.1" && e.Status == http.StatusOK && e.BytesIn > 0)
+	}
+	if !reported {
+		t.Errorf("browser_open's egress %+v has no entry for the page it loaded", res.Egress)
+	}
 	pids := browserProcesses(p.cmd.Process.Pid)
 	if len(pids) == 0 {
 		t.Fatal("found no Chromium process under sandboxd")

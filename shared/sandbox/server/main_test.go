@@ -138,10 +138,19 @@ func (c *client) result(t *testing.T, name, body string, header ...string) tool.
 	}
 	output, _ := out["output"].(string)
 	isError, ok := out["is_error"].(bool)
-	if !ok || len(out) != 2 {
-		t.Fatalf("body %v, want exactly output and is_error", out)
+	// A browser tool's result also reports its egress.
+	_, hasEgress := out["egress"]
+	if fields := 2 + map[bool]int{true: 1}[hasEgress]; !ok || len(out) != fields {
+		t.Fatalf("body %v, want exactly output and is_error (and egress)", out)
 	}
-	return tool.Result{Output: output, IsError: isError}
+	res := tool.Result{Output: output, IsError: isError}
+	if hasEgress {
+		b, _ := json.Marshal(out["egress"])
+		if err := json.Unmarshal(b, &res.Egress); err != nil {
+			t.Fatalf("egress %s: %v", b, err)
+		}
+	}
+	return res
 }
 
 // process is a sandboxd serve started by a test.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func TestDeclaredOutputIsCutAsBash(t *testing.T) {
 		"\n[... 70000 bytes of output cut from the middle ...]\n" +
 		strings.Repeat("b", sandbox.BashOutputTail) + "\n[exit code 0]"
 	wantText(t, res, want)
-	if b := run(t, bash, map[string]any{"command": cmd}); b != res {
+	if b := run(t, bash, map[string]any{"command": cmd}); !reflect.DeepEqual(b, res) {
 		t.Fatalf("bash gave %.80q, declared %.80q: want the same", b.Output, res.Output)
 	}
 }

@@ -105,6 +105,7 @@ type stdioServer struct {
 	cs      *sdk.ClientSession
 	files   []*os.File // sandboxd's ends of the pipes
 	stderr  *tailBuffer
+	errRead chan struct{} // closed when standard error has been read to its end
 	out     *lineLimit
 	stopped chan struct{} // closed by stop
 	once    sync.Once
@@ -174,12 +175,21 @@ func (m *MCP) start(ctx context.Context, s *stdioServer, timeout time.Duration) 
 		return fmt.Errorf("start %s: %w", s.command[0], err)
 	}
 	s.group = g
-	go func() { _, _ = s.stderr.ReadFrom(errR) }()
+	s.errRead = make(chan struct{})
+	go func() {
+		defer close(s.errRead)
+		_, _ = s.stderr.ReadFrom(errR)
+	}()
 	s.out = &lineLimit{r: outR, max: maxMCPMessage}
 	t := &sdk.IOTransport{Reader: s.out, Writer: inW, MaxLineLength: 2 * maxMCPMessage}
 	cs, err := mcp.NewClient().Connect(ctx, t, nil)
 	if err != nil {
 		if why, ok := s.waitExit(); ok {
+			// What it wrote before it exited may still be in the pipe.
+			select {
+			case <-s.errRead:
+			case <-time.After(mcpExitWait):
+			}
 			return fmt.Errorf("it %s before it answered initialize%s", why, s.stderrNote())
 		}
 		if ctx.Err() != nil {

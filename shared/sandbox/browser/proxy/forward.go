@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -24,16 +25,16 @@ func (p *Proxy) forwardRequest(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Scheme {
 	case "http", "ws":
 	case "https", "wss":
-		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, run.RuleScheme,
 			r.URL.Scheme+" goes through a CONNECT tunnel, not an absolute-form request")
 		return
 	default:
-		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, run.RuleScheme,
 			"scheme "+quoteTarget(r.URL.Scheme)+" is not carried: only http and ws, and https and wss through CONNECT")
 		return
 	}
 	if host == "" || r.URL.User != nil {
-		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, "the request target needs a host and no user name: "+quoteTarget(r.RequestURI))
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, run.RuleHost, "the request target needs a host and no user name: "+quoteTarget(r.RequestURI))
 		return
 	}
 	target := withPort(host, "80")
@@ -44,10 +45,39 @@ func (p *Proxy) forwardRequest(w http.ResponseWriter, r *http.Request) {
 		}
 		defer p.release()
 	}
-	note := &dialNote{}
+	f := p.openFlow(r.Method, target)
+	defer p.closeFlow(f)
+	note := &dialNote{flow: f}
 	ctx := context.WithValue(r.Context(), dialNoteKey{}, note)
-	p.forward.ServeHTTP(w, r.WithContext(ctx))
+	out := r.WithContext(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		out.Body = countedBody{r.Body, &f.out}
+	}
+	p.forward.ServeHTTP(&flowWriter{ResponseWriter: w, f: f}, out)
 }
+
+// flowWriter counts a forwarded response's status and body bytes into its
+// flow.
+type flowWriter struct {
+	http.ResponseWriter
+	f *flow
+}
+
+func (w *flowWriter) WriteHeader(status int) {
+	w.f.status.CompareAndSwap(0, int64(status))
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *flowWriter) Write(b []byte) (int, error) {
+	w.f.status.CompareAndSwap(0, http.StatusOK)
+	n, err := w.ResponseWriter.Write(b)
+	w.f.in.Add(int64(n))
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush and
+// Hijack (an upgraded request's bytes after its handshake are not counted).
+func (w *flowWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // rewrite makes the outbound request: the browser's, to the same URL (ws
 // spoken as the HTTP/1.1 upgrade it is), without Proxy-* headers.
@@ -68,8 +98,9 @@ func rewrite(pr *httputil.ProxyRequest) {
 // dialNote carries, from the Transport's dial back to the request's error
 // handler, the address the rules refused.
 type dialNote struct {
-	mu sync.Mutex
-	at netip.AddrPort
+	mu   sync.Mutex
+	at   netip.AddrPort
+	flow *flow // the request's, whose entry refuseErr records instead
 }
 
 type dialNoteKey struct{}
@@ -97,6 +128,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 		note.mu.Lock()
 		at = note.at
 		note.mu.Unlock()
+		note.flow.discard.Store(true)
 	}
 	p.refuseErr(w, r, withPort(r.URL.Host, "80"), at, err)
 }

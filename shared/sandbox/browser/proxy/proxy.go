@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
 )
 
@@ -71,6 +72,13 @@ type Proxy struct {
 	refusals []Refusal
 	refused  uint64        // how many refusals ever: the last one's mark
 	served   chan struct{} // closed when Serve returns
+
+	// The egress entries for Drain: the open tunnels and requests, and
+	// what ended or was refused since the last Drain.
+	now          func() time.Time
+	live         map[*flow]struct{}
+	flows        []run.Egress
+	droppedFlows int
 }
 
 // Refusal is one request the proxy refused.
@@ -104,6 +112,8 @@ func start(cfg Config, idle time.Duration) (*Proxy, error) {
 		slots:    make(chan struct{}, MaxTunnels),
 		open:     map[net.Conn]struct{}{},
 		served:   make(chan struct{}),
+		now:      time.Now,
+		live:     map[*flow]struct{}{},
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -200,7 +210,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	case r.URL.IsAbs():
 		p.forwardRequest(w, r)
 	default:
-		p.refuse(w, r, http.StatusBadRequest, r.Host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusBadRequest, r.Host, netip.AddrPort{}, run.RuleHost,
 			"this is a forward proxy: it takes CONNECT host:port and absolute-form requests (GET http://host/path), not "+r.Method+" "+r.URL.Path)
 	}
 }
@@ -221,20 +231,20 @@ func (p *Proxy) enter() bool {
 func (p *Proxy) check(ap netip.AddrPort) error {
 	a := netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())
 	if a == p.self {
-		return &egress.RefusedError{Reason: a.String() + " is the browser's proxy itself"}
+		return &egress.RefusedError{Rule: run.RuleAddress, Reason: a.String() + " is the browser's proxy itself"}
 	}
 	if p.allow.IsValid() && a == p.allow {
 		return nil
 	}
 	if what, bad := classify(ap.Addr()); bad {
-		return &egress.RefusedError{Reason: fmt.Sprintf("%s is %s", ap.Addr().WithZone(""), what)}
+		return &egress.RefusedError{Rule: run.RuleAddress, Reason: fmt.Sprintf("%s is %s", ap.Addr().WithZone(""), what)}
 	}
 	own, err := ownAddress(ap.Addr())
 	if err != nil {
-		return &egress.RefusedError{Reason: err.Error()}
+		return &egress.RefusedError{Rule: run.RuleAddress, Reason: err.Error()}
 	}
 	if own {
-		return &egress.RefusedError{Reason: fmt.Sprintf("%s is an address of this machine, where the sandbox's own services listen", ap.Addr().WithZone(""))}
+		return &egress.RefusedError{Rule: run.RuleAddress, Reason: fmt.Sprintf("%s is an address of this machine, where the sandbox's own services listen", ap.Addr().WithZone(""))}
 	}
 	return nil
 }
@@ -266,9 +276,9 @@ func (p *Proxy) dial(ctx context.Context, address string) (conn net.Conn, at net
 	return conn, at, err
 }
 
-// refuse answers a request the proxy will not carry, records it and logs
-// it.
-func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host string, at netip.AddrPort, reason string) {
+// refuse answers a request the proxy will not carry, records it (in the
+// refusals and, refused by rule, in the egress entries) and logs it.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host string, at netip.AddrPort, rule, reason string) {
 	const most = 300 // a host the browser names may be long; a refusal is kept short
 	if len(host) > most {
 		host = host[:most] + "…"
@@ -284,6 +294,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host 
 	p.refusals = append(p.refusals, rf)
 	p.refused++
 	p.mu.Unlock()
+	p.refusedFlow(r.Method, host, rule)
 	msg := "browser proxy refused"
 	if at.IsValid() && egress.IsMetadata(at.Addr()) {
 		msg = "browser proxy refused: cloud metadata address"
@@ -293,14 +304,20 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, status int, host 
 }
 
 // refuseErr answers for a failed dial or request: 403 when the rules
-// refused it, 502 or 504 when the destination could not be reached.
+// refused it, 502 or 504 when the destination could not be reached (an
+// egress entry with the reason as its error).
 func (p *Proxy) refuseErr(w http.ResponseWriter, r *http.Request, host string, at netip.AddrPort, err error) {
 	var re *egress.RefusedError
 	if errors.As(err, &re) {
-		p.refuse(w, r, http.StatusForbidden, host, at, re.Error())
+		rule := re.Rule
+		if rule == "" {
+			rule = run.RuleAddress
+		}
+		p.refuse(w, r, http.StatusForbidden, host, at, rule, re.Error())
 		return
 	}
 	status, why := unreachable(host, err)
+	p.unreachedFlow(r.Method, host, why)
 	http.Error(w, "agentsfleet browser proxy: "+why, status)
 }
 
@@ -310,7 +327,7 @@ func (p *Proxy) slot(w http.ResponseWriter, r *http.Request, host string) bool {
 	case p.slots <- struct{}{}:
 		return true
 	default:
-		p.refuse(w, r, http.StatusServiceUnavailable, host, netip.AddrPort{},
+		p.refuse(w, r, http.StatusServiceUnavailable, host, netip.AddrPort{}, run.RuleTunnelLimit,
 			fmt.Sprintf("too many open tunnels (%d); close some and try again", MaxTunnels))
 		return false
 	}

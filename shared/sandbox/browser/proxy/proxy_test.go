@@ -293,14 +293,20 @@ func TestAllowAdmitsExactlyItsAddress(t *testing.T) {
 
 // A destination that cannot be reached is not a refusal: 502 or 504, with
 // a reason and no internals.
-func TestUnreachable(t *testing.T) {
-	t.Parallel()
+// closedPort is a loopback address where nothing listens.
+func closedPort(t testing.TB) netip.AddrPort {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := netip.MustParseAddrPort(ln.Addr().String())
-	ln.Close()
+	defer ln.Close()
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	closed := closedPort(t)
 	p := newProxy(t, Config{Allow: closed, Resolver: egress.Hosts{}})
 	for _, tt := range []struct{ target, want string }{
 		{closed.String(), "refused the connection"},

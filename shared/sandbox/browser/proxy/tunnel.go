@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentsfleet/agentsfleet/shared/run"
 )
 
 // tunnel serves CONNECT host:port: Chromium's way to https and wss (and,
@@ -17,7 +19,7 @@ import (
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	host := r.URL.Host
 	if h, port, err := net.SplitHostPort(host); err != nil || h == "" || port == "" {
-		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, "CONNECT takes host:port, not "+quoteTarget(r.RequestURI))
+		p.refuse(w, r, http.StatusBadRequest, host, netip.AddrPort{}, run.RuleHost, "CONNECT takes host:port, not "+quoteTarget(r.RequestURI))
 		return
 	}
 	if !p.slot(w, r, host) {
@@ -47,6 +49,9 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.untrack(client)
 	defer p.untrack(up)
+	f := p.openFlow(http.MethodConnect, host)
+	f.status.Store(http.StatusOK)
+	defer p.closeFlow(f)
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
@@ -54,21 +59,22 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	// read belongs to the tunnel.
 	if n := buf.Reader.Buffered(); n > 0 {
 		b, _ := buf.Reader.Peek(n)
-		if _, err := up.Write(b); err != nil {
+		if _, err := (counter{up, &f.out}).Write(b); err != nil {
 			return
 		}
 	}
-	p.pipe(client, up)
+	p.pipe(client, up, f)
 }
 
-// pipe copies both ways until either side ends, an error, Close, or
-// p.idle without a byte either way; then it closes both.
-func (p *Proxy) pipe(a, b net.Conn) {
+// pipe copies both ways, counting the bytes into f, until either side
+// ends, an error, Close, or p.idle without a byte either way; then it
+// closes both. a is the browser's end, b the destination's.
+func (p *Proxy) pipe(a, b net.Conn, f *flow) {
 	act := newActivity(p.idle)
 	ia, ib := idleConn{a, act}, idleConn{b, act}
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(ib, ia); done <- struct{}{} }()
-	go func() { io.Copy(ia, ib); done <- struct{}{} }()
+	go func() { io.Copy(counter{ib, &f.out}, ia); done <- struct{}{} }()
+	go func() { io.Copy(counter{ia, &f.in}, ib); done <- struct{}{} }()
 	<-done
 	a.Close()
 	b.Close()
