@@ -24,14 +24,15 @@ type (
 		Runtime      wireRuntime `json:"x-agentsfleet"`
 	}
 	wireRuntime struct {
-		Tools   []string          `json:"tools,omitempty"`
-		Network wireNetwork       `json:"network,omitzero"`
-		Secrets map[string]string `json:"secrets,omitempty"`
-		Limits  wireLimits        `json:"limits,omitzero"`
-		Sandbox wireSandbox       `json:"sandbox,omitzero"`
-		Slack   wireSlack         `json:"slack,omitzero"`
-		Setup   *wireSetup        `json:"setup,omitempty"`
-		MCP     []wireMCP         `json:"mcp,omitempty"`
+		Tools    []string          `json:"tools,omitempty"`
+		Network  wireNetwork       `json:"network,omitzero"`
+		Secrets  map[string]string `json:"secrets,omitempty"`
+		Limits   wireLimits        `json:"limits,omitzero"`
+		Sandbox  wireSandbox       `json:"sandbox,omitzero"`
+		Slack    wireSlack         `json:"slack,omitzero"`
+		Setup    *wireSetup        `json:"setup,omitempty"`
+		MCP      []wireMCP         `json:"mcp,omitempty"`
+		Approval *wireApproval     `json:"approval,omitempty"`
 	}
 	// wireSlack holds only what differs from the defaults, so that a
 	// Definition that says nothing of Slack keeps its canonical bytes.
@@ -73,10 +74,11 @@ func (d *Definition) wire() wireDefinition {
 				ToolTimeoutSeconds: d.Limits.ToolTimeoutSeconds,
 				Budget:             wireBudget{Tokens: d.Limits.Budget.Tokens, ToolCalls: d.Limits.Budget.ToolCalls},
 			},
-			Sandbox: wireSandbox{Size: d.Sandbox.Size},
-			Slack:   d.slackWire(),
-			Setup:   d.Setup.wire(),
-			MCP:     d.mcpWire(),
+			Sandbox:  wireSandbox{Size: d.Sandbox.Size},
+			Slack:    d.slackWire(),
+			Setup:    d.Setup.wire(),
+			MCP:      d.mcpWire(),
+			Approval: d.Approval.wire(),
 		},
 	}
 }
@@ -227,6 +229,7 @@ func (d *Definition) TOML() []byte {
 			writeTOMLList(&b, "allow_apply", w.AllowApply)
 		}
 	}
+	d.Approval.writeTOML(&b)
 	d.writeMCPTOML(&b)
 	return b.Bytes()
 }

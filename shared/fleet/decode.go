@@ -69,6 +69,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		startAt, stopAt, applyAt          keyPath
 		startSet, stopSet, applySet       bool
 		setup                             setupDecoder
+		approval                          approvalDecoder
 	)
 	str := func(dst *string, set *bool) field {
 		return func(at keyPath, v any) {
@@ -107,9 +108,10 @@ func (d *decoder) definition(root map[string]any) *Definition {
 						hosts = d.list(at, v)
 					}})
 				},
-				"secrets": func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
-				"setup":   setup.field(d, integer),
-				"mcp":     func(at keyPath, v any) { def.MCP = d.mcp(at, v) },
+				"secrets":  func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
+				"setup":    setup.field(d, integer),
+				"approval": approval.field(d, integer),
+				"mcp":      func(at keyPath, v any) { def.MCP = d.mcp(at, v) },
 				"limits": func(at keyPath, v any) {
 					d.table(at, v, map[string]field{
 						"tool_timeout_seconds": integer(&timeout),
@@ -195,6 +197,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	}
 	def.Setup = setup.setup(d, def.Secrets)
 	d.checkMCP(def)
+	def.Approval = approval.approval(d, def)
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
 		if msg := checkSize(size); msg != "" {
@@ -471,6 +474,8 @@ var homes = map[string]string{
 	"sandbox":              runtimeKey + ".sandbox",
 	"size":                 runtimeKey + ".sandbox.size",
 	"setup":                runtimeKey + ".setup",
+	"approval":             runtimeKey + ".approval",
+	"approvals":            runtimeKey + ".approval",
 	"mcp":                  runtimeKey + ".mcp",
 	"mcp_servers":          runtimeKey + ".mcp",
 	// Names people reach for.

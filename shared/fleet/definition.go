@@ -53,6 +53,9 @@ type Definition struct {
 	// Setup is the setup step run before the agent's first turn
 	// ([x-agentsfleet.setup]); nil when there is none.
 	Setup *Setup
+	// Approval is which tool calls wait for a person
+	// ([x-agentsfleet.approval]); nil when none do.
+	Approval *Approval
 	// MCP is the fleet's MCP servers ([[x-agentsfleet.mcp]]), sorted by
 	// name; nil when none. See MCPServer.
 	MCP []MCPServer
@@ -232,6 +235,7 @@ func (d *Definition) Clone() *Definition {
 	c.Tools = slices.Clone(d.Tools)
 	c.Hosts = slices.Clone(d.Hosts)
 	c.Setup = d.Setup.clone()
+	c.Approval = d.Approval.clone()
 	c.DeclaredTools = slices.Clone(d.DeclaredTools)
 	for i := range c.DeclaredTools {
 		c.DeclaredTools[i].Parameters = slices.Clone(c.DeclaredTools[i].Parameters)

@@ -51,6 +51,12 @@
 //	secrets = ["GITHUB_TOKEN"]     # declared secrets, given to this command alone as variables
 //	timeout_seconds = 600          # 1–3600, default 600 (not the tool timeout)
 //
+//	[x-agentsfleet.approval]       # optional: calls that wait for a person (POST /v1/runs/{id}/approvals/{approval_id})
+//	tools = ["http_request"]       # required: allowed tools, mcp__<server>__* for all of a server's
+//	methods = ["POST"]             # http_request only: the methods that wait (none: all)
+//	hosts = ["*.pay.example"]      # http_request only: the hosts that wait (none: all)
+//	expire_hours = 24              # 1–720, default 24: an approval nobody answers then expires
+//
 // examples/reference.toml at the repository root is this document with every
 // rule spelt out; the other files there are working Definitions.
 //
