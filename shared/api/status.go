@@ -46,6 +46,8 @@ var statuses = map[fault.Code]int{
 	fault.ImproveBusy:       http.StatusLocked,
 	fault.ImproveClosed:     http.StatusGone,
 	fault.ImproveNoProposal: http.StatusPreconditionFailed,
+	fault.ApprovalNotFound:  http.StatusNotFound,
+	fault.ApprovalDecided:   http.StatusConflict,
 }
 
 // Status returns the HTTP status for a request that failed with err: the

@@ -72,6 +72,8 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 		"UZ-IMP-423":          http.StatusLocked,
 		"UZ-IMP-410":          http.StatusGone,
 		"UZ-IMP-412":          http.StatusPreconditionFailed,
+		"UZ-APR-404":          http.StatusNotFound,
+		"UZ-APR-409":          http.StatusConflict,
 	}
 	codes := fault.Codes()
 	if len(codes) != len(want) {

@@ -120,6 +120,10 @@ var (
 	ImproveClosed     = ownCode("UZ-IMP-410", "the chat is closed: its proposal was applied or the chat discarded")
 	ImproveNoProposal = ownCode("UZ-IMP-412", "the chat has no proposal to apply yet")
 
+	// Approvals.
+	ApprovalNotFound = ownCode("UZ-APR-404", "no such approval on this run")
+	ApprovalDecided  = ownCode("UZ-APR-409", "the approval is no longer pending: it was decided, it expired, or its run ended")
+
 	// Requests: an argument the caller can fix (wrap with New to say which).
 	RequestInvalid = ownCode("UZ-REQ-400", "the request is not valid")
 )

@@ -226,6 +226,10 @@ type Step struct {
 	// a run cancelled (or ended) meanwhile fails it with ErrRunEnded and
 	// nothing is written.
 	WhileRunning bool
+	// Wait are the step's calls that wait for a person: with any, the
+	// commit also writes their approvals and moves the run from running to
+	// waiting (WhileRunning must be set). See Decide.
+	Wait []NewApproval
 }
 
 // CommitStep commits one step of the agent loop in one transaction: the
@@ -266,6 +270,11 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 		if st.Spend != (Budget{}) {
 			w.spend(st.Spend)
 		}
+		if len(st.Wait) > 0 {
+			if err := st.wait(t, w, runID, now); err != nil {
+				return err
+			}
+		}
 		t.update("run item", runKey(runID), w, s.runStepFailed(ctx, runID, st))
 		ckpt, err := marshal(checkpointRecord{PK: prefixRun + runID, SK: skCheckpoint, Step: st.Number, Data: st.Checkpoint, SavedAt: now})
 		if err != nil {
@@ -301,6 +310,9 @@ func (st Step) check() error {
 		return err
 	}
 	if err := checkEvents(st.Events); err != nil {
+		return err
+	}
+	if err := st.checkWait(); err != nil {
 		return err
 	}
 	n := len(st.Checkpoint)

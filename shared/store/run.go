@@ -146,6 +146,10 @@ type Run struct {
 	// Notified is true once the runner has told where the run came from
 	// that it ended (its callback, its Slack thread): MarkRunNotified.
 	Notified bool
+	// PendingApprovals counts the approvals a waiting run waits for
+	// (ListApprovals has them); it stays as it was when the run is
+	// cancelled while waiting.
+	PendingApprovals int
 }
 
 // unlimited stands for "no limit" in the remaining-budget counters: far
@@ -189,6 +193,7 @@ type runRecord struct {
 	Callback   string     `dynamodbav:"callback,omitempty"`
 	Continues  string     `dynamodbav:"continues,omitempty"`
 	Notified   bool       `dynamodbav:"notified,omitempty"`
+	AprPending int        `dynamodbav:"aprPending,omitempty"`
 	// GSI2: present while the run is queued or running (see ListLapsed).
 	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
@@ -209,7 +214,8 @@ func (r runRecord) run() Run {
 		Spent:        Budget{Tokens: r.TokUsed, ToolCalls: r.CallUsed},
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
-		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified}
+		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified,
+		PendingApprovals: r.AprPending}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
