@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,7 @@ func Config(ctx context.Context, endpoint string) (aws.Config, error) {
 type Moto struct {
 	Endpoint string
 	cmd      *exec.Cmd
+	exited   chan struct{} // closed once moto has exited and been reaped
 }
 
 // Start starts localstack/moto_server.py with the repository's .venv
@@ -93,10 +95,10 @@ func Start(ctx context.Context, addr string) (*Moto, error) {
 	if err != nil {
 		return nil, fmt.Errorf("moto stdout: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	m := &Moto{cmd: cmd}
+	if err := m.start(); err != nil {
 		return nil, fmt.Errorf("start moto: %w", err)
 	}
-	m := &Moto{cmd: cmd}
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -110,7 +112,7 @@ func Start(ctx context.Context, addr string) (*Moto, error) {
 	select {
 	case ep, ok := <-lines:
 		if !ok {
-			_ = cmd.Wait()
+			<-m.exited
 			return nil, errors.New("moto exited before listening (is moto installed in the virtualenv?)")
 		}
 		m.Endpoint = ep
@@ -128,19 +130,41 @@ func Start(ctx context.Context, addr string) (*Moto, error) {
 	return m, nil
 }
 
+// start starts moto from a goroutine that keeps its thread until moto has
+// exited and been reaped. The kernel sends Pdeathsig (see procAttr) when
+// the thread that forked the child ends, not the process, and the Go
+// runtime ends a thread whenever a goroutine locked to it returns: forked
+// from any thread, moto could be stopped by unrelated code of the same
+// binary that locks a thread (sandboxd's browser once did, in the runner's
+// tests).
+func (m *Moto) start() error {
+	started := make(chan error, 1)
+	m.exited = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := m.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = m.cmd.Wait()
+		close(m.exited)
+	}()
+	return <-started
+}
+
 // Stop ends the server and waits for it.
 func (m *Moto) Stop() {
 	if m == nil || m.cmd.Process == nil {
 		return
 	}
 	_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-m.exited:
 	case <-time.After(5 * time.Second):
 		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-m.exited
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -253,6 +254,46 @@ func TestCloseEndsTheBrowser(t *testing.T) {
 		t.Fatalf("Close left Chromium running: %v", left)
 	}
 	wantError(t, open(t, b, s.URL+"/"), "the sandbox is stopping")
+}
+
+// The main goroutine keeps the main thread, so that the tests' browsers
+// start on threads that can end (one locked to the main thread is wedged
+// when its goroutine returns, not ended) and TestCloseKeepsTheStartingThread
+// sees it if one does.
+func init() { runtime.LockOSThread() }
+
+// A browser's end gives back the thread that started it. A thread that
+// ends sends Pdeathsig to every child it ever forked (bash's commands in
+// sandboxd, the moto server in a test binary), and the Go runtime ends a
+// thread only when a goroutine locked to it returns.
+func TestCloseKeepsTheStartingThread(t *testing.T) {
+	b, s := simple(t)
+	wantOK(t, open(t, b, s.URL+"/"))
+	before := threads(t)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	after := threads(t)
+	for _, tid := range before {
+		if !slices.Contains(after, tid) {
+			t.Fatalf("closing the browser ended thread %s of %v", tid, before)
+		}
+	}
+}
+
+// threads lists this process's threads.
+func threads(t testing.TB) []string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tids := make([]string, len(tasks))
+	for i, task := range tasks {
+		tids[i] = task.Name()
+	}
+	return tids
 }
 
 func TestCrashedBrowserRestarts(t *testing.T) {

@@ -210,9 +210,15 @@ func (p *process) start(path string, policy *confine.Policy, proxyFlags []string
 	}
 	started := make(chan error, 1)
 	go func() {
+		// Chromium's Pdeathsig (confine's SIGKILL) fires when the thread
+		// that forked it ends, so the goroutine keeps that thread until the
+		// browser is gone. It then gives the thread back rather than
+		// returning locked, which would end the thread: the kernel would
+		// signal every other child this thread forked before (a command of
+		// bash's, or, in a test binary, the moto server), and sandboxd's
+		// list of its threads (confine's guard) would shrink.
 		runtime.LockOSThread()
-		// Never unlocked: the thread ends with the goroutine, after the
-		// browser.
+		defer runtime.UnlockOSThread()
 		cmd, err := policy.Command(path, flags(p.profile, proxyFlags)...)
 		if err == nil {
 			cmd.Dir = "/tmp"
