@@ -186,13 +186,13 @@ const defaultAddr = "127.0.0.1:8080"
 // tryFleet is the example fleet of the three things dev offers to try.
 const tryFleet = "reference-fleet"
 
+// notBuilt names what the product does not have yet, so that nobody looks
+// for it in the local stack.
+const notBuilt = "self-managed runners, credentials approved just in time, the web console and telemetry, repositories and pull requests"
+
 // tryLines are three things to try against dev at base: a run started
 // with curl, one with the CLI, and a signed webhook delivery (the secret in
 // hookFile), each a line for a shell in the repository's root.
-// notBuilt names what the product does not have yet, so that nobody looks
-// for it in the local stack.
-const notBuilt = "self-managed runners, approvals, the web console and telemetry, repositories and pull requests"
-
 func tryLines(base, keyFile, hookFile string) []string {
 	return []string{
 		fmt.Sprintf(`curl -s -H "Authorization: Bearer $(cat %s)" -d '{"input": "what is in this folder?"}' %s/v1/fleets/%s/runs`, keyFile, base, tryFleet),

@@ -44,6 +44,10 @@ commands against the HTTP API of agentsfleet dev or a deployment:
   runs FLEET [--cursor C] list a fleet's runs, newest first
   events RUN [--follow]   print a run's events; --follow until it ends, exit 0 if it succeeded
   cancel RUN              cancel a run that has not ended
+  approve RUN APPROVAL [--note TEXT]
+  deny RUN APPROVAL [--note TEXT]
+                          approve or deny a call a run waits on ([x-agentsfleet.approval]);
+                          GET /v1/runs/{id}'s pending_approvals lists them
   egress RUN [--cursor C] list every outbound request of a run (web tools, MCP, callbacks)
   schedules FLEET         list a fleet's schedules
   schedule create FLEET --expression E --message M [--timezone TZ] [--spend-cap TOKENS]
@@ -108,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return dev(ctx, args[1:], stdout, stderr, os.Getenv)
 	case "version":
 		return versionCmd(args[1:], stdout)
-	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "egress", "cancel", "schedules", "schedule", "keys", "revisions":
+	case "apply", "fleets", "pause", "resume", "start", "runs", "events", "egress", "cancel", "approve", "deny", "schedules", "schedule", "keys", "revisions":
 		return remote(ctx, args, stdout, os.Getenv)
 	case "improve":
 		return improveCmd(ctx, args[1:], os.Stdin, stdout, os.Getenv)

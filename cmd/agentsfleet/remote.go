@@ -79,6 +79,10 @@ func (e remoteEnv) run(ctx context.Context, args []string) error {
 		return e.egress(ctx, rest)
 	case "cancel":
 		return e.cancel(ctx, rest)
+	case "approve":
+		return e.decide(ctx, afrun.DecisionApprove, rest)
+	case "deny":
+		return e.decide(ctx, afrun.DecisionDeny, rest)
 	case "schedules":
 		return e.schedules(ctx, rest)
 	case "schedule":
@@ -605,6 +609,27 @@ func egressRow(en afrun.Egress) []string {
 	}
 	return []string{when(en.Time), en.Tool, en.Method, en.Host, fmt.Sprint(en.Port), status,
 		fmt.Sprint(en.BytesIn), fmt.Sprint(en.BytesOut), fmt.Sprint(en.DurationMS), secrets, refused}
+}
+
+// decide is `agentsfleet approve|deny RUN APPROVAL [--note TEXT]`.
+func (e remoteEnv) decide(ctx context.Context, decision afrun.Decision, args []string) error {
+	fs := flag.NewFlagSet(string(decision), flag.ContinueOnError) // "approve" or "deny"
+	c := connFlags(fs)
+	note := fs.String("note", "", "a note the run's model is told with the decision")
+	s, pos, err := e.open(fs, c, args, "RUN", "APPROVAL")
+	if err != nil {
+		return err
+	}
+	got, err := s.c.Decide(ctx, pos[0], pos[1], decision, *note)
+	if err != nil {
+		return s.fail(err)
+	}
+	if s.json {
+		s.emit(got)
+	} else {
+		fmt.Fprintf(s.out, "approval %s: %s by %s; run %s is %s\n", got.ApprovalID, got.Decision, got.By, pos[0], got.RunStatus)
+	}
+	return nil
 }
 
 // cancel is `agentsfleet cancel RUN`.

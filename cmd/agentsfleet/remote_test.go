@@ -376,7 +376,7 @@ func TestRemoteErrors(t *testing.T) {
 // --output) have their usage lines too.
 func TestUsageNamesEveryRemoteCommand(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"apply", "fleets", "pause", "resume", "start", "runs", "events", "egress", "cancel", "schedules",
+	for _, cmd := range []string{"apply", "fleets", "pause", "resume", "start", "runs", "events", "egress", "cancel", "approve", "deny", "schedules",
 		"schedule create", "schedule delete", "schedule pause", "schedule resume", "schedule run", "keys create", "keys list", "keys revoke"} {
 		if _, ok := usageLine(cmd); !ok {
 			t.Errorf("usage has no line for %q", cmd)

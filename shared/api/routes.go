@@ -92,6 +92,7 @@ func (a *API) table() []route {
 		keyed("GET /v1/runs/{id}/events", ReachRun, a.listEvents, scope.RunsRead),
 		keyed("GET /v1/runs/{id}/egress", ReachRun, a.listEgress, scope.RunsRead),
 		keyed("POST /v1/runs/{id}/cancel", ReachRun, a.cancelRun, scope.RunsWrite),
+		keyed("POST /v1/runs/{id}/approvals/{approval_id}", ReachRun, a.decideApproval, scope.RunsApprove),
 
 		keyed("GET /v1/fleets/{name}/schedules", ReachFleet, a.listSchedules, scope.SchedulesRead),
 		keyed("POST /v1/fleets/{name}/schedules", ReachFleet, a.createSchedule, scope.SchedulesWrite),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
@@ -121,6 +122,19 @@ func RunResult(ctx context.Context, st *store.Store, id string) (wire.Run, error
 	if body.Egress, err = st.EgressSummary(ctx, id); err != nil {
 		return wire.Run{}, err
 	}
+	body.PendingApprovals = []run.PendingApproval{}
+	if r.Status == store.StatusWaiting {
+		all, err := st.ListApprovals(ctx, id)
+		if err != nil {
+			return wire.Run{}, err
+		}
+		for _, a := range all {
+			if a.Status == run.DecisionPending {
+				body.PendingApprovals = append(body.PendingApprovals, run.PendingApproval{ApprovalID: a.ID, CallID: a.CallID,
+					Tool: a.Tool, Arguments: a.Arguments, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt})
+			}
+		}
+	}
 	if r.Events > 0 {
 		evs, _, err := st.ListEvents(ctx, id, r.Events, 1)
 		if err != nil {
@@ -195,12 +209,51 @@ func (a *API) listEgress(r *http.Request, _ store.Key) (int, any, error) {
 // cancelRun is POST /v1/runs/{id}/cancel: a queued, running or waiting run
 // is cancelled (its runner notices between turns); an ended one answers
 // 409 saying how it ended.
+//
+// A waiting run has no invocation to notice: one is started to end it
+// (its run.ended, its Slack thread and callback told).
 func (a *API) cancelRun(r *http.Request, _ store.Key) (int, any, error) {
 	run, err := a.cfg.Store.Transition(r.Context(), r.PathValue("id"), store.StatusCancelled, "cancelled through the API")
 	if err != nil {
 		return 0, nil, err
 	}
+	if run.PendingApprovals > 0 {
+		a.startRunner(r.Context(), run.ID)
+	}
 	return http.StatusOK, wire.RunStarted{RunID: run.ID, Status: run.Status}, nil
+}
+
+// decideApproval is POST /v1/runs/{id}/approvals/{approval_id} {decision:
+// approve|deny, note?}: the last decision a waiting run needs starts its
+// next invocation.
+func (a *API) decideApproval(r *http.Request, k store.Key) (int, any, error) {
+	var body wire.Decision
+	if err := decode(r, &body); err != nil {
+		return 0, nil, err
+	}
+	if body.Decision != run.DecisionApprove && body.Decision != run.DecisionDeny {
+		return 0, nil, fault.New(fault.RequestInvalid, "decision must be approve or deny, not %q", body.Decision)
+	}
+	id := r.PathValue("id")
+	ap, resume, err := a.cfg.Store.Decide(r.Context(), id, r.PathValue("approval_id"), body.Decision, "key:"+k.ID, body.Note)
+	if err != nil {
+		return 0, nil, err
+	}
+	status := store.StatusWaiting
+	if resume {
+		status = store.StatusRunning
+		a.startRunner(r.Context(), id)
+	}
+	return http.StatusOK, wire.Decided{ApprovalID: ap.ID, Decision: ap.Status, By: ap.By, Note: ap.Note, RunStatus: status}, nil
+}
+
+// startRunner starts a runner invocation for run id. A start that fails
+// is logged: the lapsed sweep starts a running run nobody holds.
+func (a *API) startRunner(ctx context.Context, id string) {
+	payload, _ := json.Marshal(run.Payload{RunID: id})
+	if err := a.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
+		a.log.Error("start the runner for a run", "run_id", id, "error", err)
+	}
 }
 
 // prettyInput is a webhook body as a run's input: JSON indented (its keys

@@ -118,3 +118,25 @@ func TestApprovalProblems(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowApproveRoundTrips(t *testing.T) {
+	t.Parallel()
+	d, err := fleet.ParseTOML([]byte("name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet.slack]\nallow_approve = [\"U0123ABCD\", \"S0456EFGH\"]\n"))
+	if err != nil || !reflect.DeepEqual(d.SlackAccess.AllowApprove, []string{"S0456EFGH", "U0123ABCD"}) && !reflect.DeepEqual(d.SlackAccess.AllowApprove, []string{"U0123ABCD", "S0456EFGH"}) {
+		t.Fatalf("ParseTOML = %+v, %v; want two on allow_approve", d.SlackAccess, err)
+	}
+	for _, data := range [][]byte{d.TOML(), d.Canonical()} {
+		back, err := fleet.Parse(data, map[bool]fleet.Format{true: fleet.TOML, false: fleet.JSON}[data[0] != '{'])
+		if err != nil || back.Hash() != d.Hash() || !reflect.DeepEqual(back.SlackAccess, d.SlackAccess) {
+			t.Fatalf("round trip of %s = %+v, %v", data, back, err)
+		}
+	}
+	c := d.Clone()
+	c.SlackAccess.AllowApprove[0] = "CHANGED"
+	if d.SlackAccess.AllowApprove[0] == "CHANGED" {
+		t.Error("Clone shares allow_approve")
+	}
+	if _, err := fleet.ParseTOML([]byte("name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet.slack]\nallow_approve = [\"bob\"]\n")); err == nil {
+		t.Fatal("allow_approve with a name that is no Slack id: no error")
+	}
+}

@@ -42,6 +42,7 @@ type (
 		AllowStart   []string  `json:"allow_start,omitempty"`
 		AllowStop    []string  `json:"allow_stop,omitempty"`
 		AllowApply   []string  `json:"allow_apply,omitempty"`
+		AllowApprove []string  `json:"allow_approve,omitempty"`
 	}
 	wireNetwork struct {
 		Hosts []string `json:"hosts,omitempty"`
@@ -88,12 +89,13 @@ func (d *Definition) wire() wireDefinition {
 func (d *Definition) slackWire() wireSlack {
 	w := d.Slack.wire()
 	w.AllowStart, w.AllowStop, w.AllowApply = d.SlackAccess.AllowStart, d.SlackAccess.AllowStop, d.SlackAccess.AllowApply
+	w.AllowApprove = d.SlackAccess.AllowApprove
 	return w
 }
 
 // empty reports whether w says nothing: the table is left out.
 func (w wireSlack) empty() bool {
-	return w.OnReply == "" && w.MergeSeconds == nil && w.AllowStart == nil && w.AllowStop == nil && w.AllowApply == nil
+	return w.OnReply == "" && w.MergeSeconds == nil && w.AllowStart == nil && w.AllowStop == nil && w.AllowApply == nil && w.AllowApprove == nil
 }
 
 // wire is s as the canonical form keeps it: nothing for the defaults, and
@@ -227,6 +229,9 @@ func (d *Definition) TOML() []byte {
 		}
 		if w.AllowApply != nil {
 			writeTOMLList(&b, "allow_apply", w.AllowApply)
+		}
+		if w.AllowApprove != nil {
+			writeTOMLList(&b, "allow_approve", w.AllowApprove)
 		}
 	}
 	d.Approval.writeTOML(&b)

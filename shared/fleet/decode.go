@@ -65,6 +65,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 		onReplySet                        bool
 		merge                             intSetting
 		allowStart, allowStop, allowApply []listEntry
+		allowApprove                      []listEntry
+		approveAt                         keyPath
+		approveSet                        bool
 		declared                          []declaredEntry
 		startAt, stopAt, applyAt          keyPath
 		startSet, stopSet, applySet       bool
@@ -139,6 +142,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 						"allow_apply": func(at keyPath, v any) {
 							allowApply, applyAt, applySet = d.list(at, v), at, true
 						},
+						"allow_approve": func(at keyPath, v any) {
+							allowApprove, approveAt, approveSet = d.list(at, v), at, true
+						},
 					})
 				},
 			})
@@ -194,6 +200,9 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	}
 	if applySet && !d.mistyped[applyAt.String()] {
 		def.SlackAccess.AllowApply = d.slackIDs(applyAt, allowApply)
+	}
+	if approveSet && !d.mistyped[approveAt.String()] {
+		def.SlackAccess.AllowApprove = d.slackIDs(approveAt, allowApprove)
 	}
 	def.Setup = setup.setup(d, def.Secrets)
 	d.checkMCP(def)

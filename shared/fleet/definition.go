@@ -48,7 +48,8 @@ type Definition struct {
 	// Slack is how the fleet takes its Slack threads.
 	Slack Slack
 	// SlackAccess is who in Slack may start the fleet's runs and stop them
-	// ([x-agentsfleet.slack] allow_start, allow_stop and allow_apply).
+	// ([x-agentsfleet.slack] allow_start, allow_stop, allow_apply and
+	// allow_approve).
 	SlackAccess SlackAccess
 	// Setup is the setup step run before the agent's first turn
 	// ([x-agentsfleet.setup]); nil when there is none.
@@ -77,8 +78,12 @@ type Definition struct {
 // Slack; not set, nobody may (the proposal is applied with an API key
 // instead). Being on it is as strong as a key holding every tool scope,
 // for this fleet: the list is the Slack door's scopes.
+//
+// AllowApprove is who may press Approve or Deny on a call a run waits on
+// ([x-agentsfleet.approval]) in the run's thread; not set, nobody may (the
+// call is decided with a key holding runs:approve instead).
 type SlackAccess struct {
-	AllowStart, AllowStop, AllowApply []string
+	AllowStart, AllowStop, AllowApply, AllowApprove []string
 }
 
 // MaxSlackAccess is the most ids an access list may hold.
@@ -242,7 +247,7 @@ func (d *Definition) Clone() *Definition {
 	}
 	c.MCP = cloneMCP(d.MCP)
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop),
-		AllowApply: slices.Clone(d.SlackAccess.AllowApply)}
+		AllowApply: slices.Clone(d.SlackAccess.AllowApply), AllowApprove: slices.Clone(d.SlackAccess.AllowApprove)}
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))
 		for k, v := range d.Secrets {

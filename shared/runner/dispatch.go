@@ -113,6 +113,10 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 func (x *execution) runTool(ctx context.Context, i int, call model.ToolCall) (model.ToolResult, followUp) {
 	out := model.ToolResult{CallID: call.ID, Name: call.Name}
 	set := func(r tool.Result) { out.Output, out.IsError, out.Image = r.Output, r.IsError, modelImage(r.Image) }
+	if r, refused := x.approvalRefusal(call); refused {
+		set(r)
+		return out, nil
+	}
 	x.mu.Lock()
 	m, isMCP := x.tools.mcp[call.Name]
 	x.mu.Unlock()

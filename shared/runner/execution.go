@@ -58,6 +58,10 @@ type execution struct {
 	inbox []store.NewEvent
 	// spawned says this invocation started a child agent.
 	spawned atomic.Bool
+	// verdicts are the error results of the calls of the step under way
+	// that a person denied or let expire, by call id (approval.go); read
+	// by concurrent calls, written only between steps.
+	verdicts map[string]string
 }
 
 // loadDefinition reads the run's pinned Definition and the tools of the
@@ -108,6 +112,11 @@ func (x *execution) loop(ctx context.Context) error {
 	// The stdio MCP servers start in the sandbox, set up by now.
 	x.offerMCP(ctx, x.allowed, true)
 	defer x.watch(ctx)()
+	if x.st.Waiting != nil {
+		if done, err := x.resume(ctx); err != nil || done {
+			return err
+		}
+	}
 	x.awaitBurst(ctx)
 	for {
 		if ctx.Err() != nil {
@@ -239,6 +248,16 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 		tc := tcs[i]
 		x.note(Note{Calling: &tc})
 	}
+	if waits := x.waits(calls); len(waits) > 0 {
+		return true, x.wait(ctx, tcs, spend, waits)
+	}
+	return x.perform(ctx, calls, tcs, spend, nil)
+}
+
+// perform runs calls and commits their step, after spend: lead, then a
+// tool.call event for each of tcs (nil when an earlier step committed
+// them: a step that waited for approval), then the results.
+func (x *execution) perform(ctx context.Context, calls []model.ToolCall, tcs []run.ToolCall, spend store.Budget, lead []store.NewEvent) (done bool, err error) {
 	results, after, messages := x.runTools(ctx, calls)
 	if ctx.Err() != nil {
 		return true, x.interrupted(ctx, context.Cause(ctx))
@@ -267,7 +286,8 @@ func (x *execution) act(ctx context.Context, calls []model.ToolCall, spend store
 		}
 	}
 	x.screen(ctx, &sc) // what could not be screened is withheld
-	events := make([]store.NewEvent, 0, 2*len(calls)+len(messages))
+	events := make([]store.NewEvent, 0, len(lead)+2*len(calls)+len(messages))
+	events = append(events, lead...)
 	for _, tc := range tcs {
 		events = append(events, newEvent(run.EventToolCall, tc))
 	}

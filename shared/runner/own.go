@@ -69,6 +69,13 @@ func (a ownAgent) load(ctx context.Context, x *execution) (bool, error) {
 	if x.st.Ended != nil { // the final step is committed; the status move is not
 		return false, a.settle(ctx, x)
 	}
+	if x.run.Status == store.StatusWaiting {
+		// Started again before a person answered (a retry, a sweep):
+		// the decision that leaves none pending starts the run's next
+		// invocation.
+		x.r.log.Info("waiting for approval; nothing to do until it is decided", "run_id", x.run.ID, "pending", x.run.PendingApprovals)
+		return false, nil
+	}
 	if x.run.Status == store.StatusQueued {
 		if x.run, err = a.st.Transition(ctx, x.run.ID, store.StatusRunning, ""); err != nil {
 			return false, fmt.Errorf("runner: %w", err)

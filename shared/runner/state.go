@@ -59,6 +59,9 @@ type state struct {
 	// MCP is what each MCP server listed for this agent (mcp.go), so that
 	// a re-invocation offers the same tools without listing again.
 	MCP map[string]mcpListing `json:"mcp,omitempty"`
+	// Waiting is set by a step whose calls wait for a person (approval.go),
+	// and cleared by the step that runs them.
+	Waiting *waiting `json:"waiting,omitempty"`
 
 	// kept is how the store holds Messages as of the last committed step;
 	// next is what the step being committed will leave (committed adopts

@@ -34,6 +34,9 @@ const (
 	// RunsWrite: POST /v1/fleets/{name}/runs (with RunsRead too when it
 	// continues a conversation) and POST /v1/runs/{id}/cancel.
 	RunsWrite = "runs:write"
+	// RunsApprove: POST /v1/runs/{id}/approvals/{approval_id}, deciding
+	// a call that waits for a person ([x-agentsfleet.approval]).
+	RunsApprove = "runs:approve"
 	// SchedulesRead: GET /v1/fleets/{name}/schedules.
 	SchedulesRead = "schedules:read"
 	// SchedulesWrite: POST, PATCH and DELETE of schedules, and their
@@ -56,6 +59,7 @@ var api = []Info{
 	{FleetsWrite, "apply and restore Definitions (with the tool scopes they need), hold improvement chats (with runs:read) and apply their proposals, pause and resume fleets, create and rotate webhook secrets (with runs:write)"},
 	{RunsRead, "read runs and their events"},
 	{RunsWrite, "start and cancel runs (continuing a conversation needs runs:read too)"},
+	{RunsApprove, "approve or deny the calls runs wait on ([x-agentsfleet.approval])"},
 	{SchedulesRead, "list schedules"},
 	{SchedulesWrite, "create, change, pause, resume, run and delete schedules"},
 	{SlackAdmin, "route Slack channels to fleets"},

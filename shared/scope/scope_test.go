@@ -29,7 +29,7 @@ func TestAllHoldsEveryToolScopeOnce(t *testing.T) {
 			t.Errorf("scope %s says nothing about what it allows", s.Name)
 		}
 	}
-	if got, want := len(names), 8+len(fleet.Scopes()); got != want {
+	if got, want := len(names), 9+len(fleet.Scopes()); got != want {
 		t.Errorf("len(Names()) = %d, want %d", got, want)
 	}
 }

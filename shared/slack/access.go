@@ -201,3 +201,36 @@ func (h *Handler) whisper(ctx context.Context, channel, threadTS, user, text str
 		h.log.Error("slack: refusal not posted", "channel", channel, "user", user, "error", err)
 	}
 }
+
+// optIn is an access list that lets nobody in until the fleet sets it
+// (allow_apply, allow_approve), and what to tell those it keeps out.
+type optIn struct {
+	list func(fleet.SlackAccess) []string
+	key  string // the list's key in [x-agentsfleet.slack]
+	// act is what being on the list lets one do ("apply %s's
+	// proposals"), and nobody what to say where the fleet sets no list;
+	// %s is the fleet's name in both.
+	act, nobody string
+}
+
+// optedIn says whether user is on fleetName's list o; when not, text is
+// what to tell them.
+func (h *Handler) optedIn(ctx context.Context, fleetName, user string, o optIn) (ok bool, text string, err error) {
+	acc, err := h.access(ctx, fleetName)
+	if err != nil {
+		return false, "", err
+	}
+	list := o.list(acc)
+	if list == nil {
+		return false, fmt.Sprintf(o.nobody, fleetName), nil
+	}
+	ok, why := h.onList(ctx, list, user)
+	act := fmt.Sprintf(o.act, fleetName)
+	switch {
+	case ok:
+		return true, "", nil
+	case why != nil:
+		return false, fmt.Sprintf("I could not check whether you may %s, so I did not: %v.", act, why), nil
+	}
+	return false, fmt.Sprintf("You may not %s: only the people and user groups in its [x-agentsfleet.slack] %s may.", act, o.key), nil
+}

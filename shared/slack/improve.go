@@ -9,6 +9,7 @@ import (
 	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/improve"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -164,20 +165,9 @@ func (h *Handler) improveAction(ctx context.Context, ic goslack.InteractionCallb
 // mayApply says whether user is on fleetName's allow_apply; when not,
 // text is what to tell them.
 func (h *Handler) mayApply(ctx context.Context, fleetName, user string) (ok bool, text string, err error) {
-	acc, err := h.access(ctx, fleetName)
-	if err != nil {
-		return false, "", err
-	}
-	if acc.AllowApply == nil {
-		return false, fmt.Sprintf("Nobody may apply %s's Definition from Slack: it sets no [x-agentsfleet.slack] allow_apply. "+
-			"Apply the proposal with `agentsfleet improve`'s prompt or POST /v1/improvements/ID/apply and a key.", fleetName), nil
-	}
-	ok, why := h.onList(ctx, acc.AllowApply, user)
-	if ok {
-		return true, "", nil
-	}
-	if why != nil {
-		return false, fmt.Sprintf("I could not check whether you may apply %s's proposals, so I did not: %v.", fleetName, why), nil
-	}
-	return false, fmt.Sprintf("You may not apply %s's proposals: only the people and user groups in its [x-agentsfleet.slack] allow_apply may.", fleetName), nil
+	return h.optedIn(ctx, fleetName, user, optIn{
+		list: func(a fleet.SlackAccess) []string { return a.AllowApply }, key: "allow_apply", act: "apply %s's proposals",
+		nobody: "Nobody may apply %s's Definition from Slack: it sets no [x-agentsfleet.slack] allow_apply. " +
+			"Apply the proposal with `agentsfleet improve`'s prompt or POST /v1/improvements/ID/apply and a key.",
+	})
 }

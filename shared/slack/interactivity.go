@@ -20,8 +20,10 @@ import (
 // (action_id thread.StopAction, value the run id) cancels the run and says
 // so in its thread; an improvement chat's Apply or Discard button
 // (thread.ApplyAction, thread.DiscardAction; value the chat's id) applies
-// or discards its proposal (improveAction); every other interaction is
-// acknowledged and ignored.
+// or discards its proposal (improveAction); a call's Approve or Deny
+// button (thread.ApproveAction, thread.DenyAction) decides the approval a
+// run waits on (approvalAction); every other interaction is acknowledged
+// and ignored.
 func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 	body, ok := h.verified(w, r)
 	if !ok {
@@ -47,6 +49,8 @@ func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 				err = h.stop(r.Context(), ic, a.Value)
 			case a.ActionID == thread.ApplyAction || a.ActionID == thread.DiscardAction:
 				err = h.improveAction(r.Context(), ic, a.ActionID, a.Value)
+			case a.ActionID == thread.ApproveAction || a.ActionID == thread.DenyAction:
+				err = h.approvalAction(r.Context(), ic, a.ActionID, a.Value)
 			}
 			if err != nil {
 				h.internal(w, r, err)
@@ -63,17 +67,7 @@ func (h *Handler) interactivity(w http.ResponseWriter, r *http.Request) {
 // that thread; a person who may not is told why in a message only they
 // see. It returns an error only for what is wrong inside agentsfleet.
 func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runID string) error {
-	channel := ic.Channel.ID
-	if channel == "" {
-		channel = ic.Container.ChannelID
-	}
-	clicked := ic.Message.ThreadTimestamp
-	if clicked == "" {
-		clicked = ic.Container.ThreadTs
-	}
-	if clicked == "" {
-		clicked = ic.Container.MessageTs
-	}
+	channel, clicked := clickedIn(ic)
 	who := "someone"
 	if ic.User.ID != "" {
 		who = "<@" + ic.User.ID + ">"
@@ -102,7 +96,7 @@ func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runI
 		h.whisper(ctx, channel, clicked, ic.User.ID, why)
 		return nil
 	}
-	_, err = h.cfg.Store.Transition(ctx, runID, store.StatusCancelled, "stopped from Slack by "+userOr(ic.User.ID))
+	stopped, err := h.cfg.Store.Transition(ctx, runID, store.StatusCancelled, "stopped from Slack by "+userOr(ic.User.ID))
 	if errors.Is(err, fault.RunBadTransition) {
 		status := run.Status
 		if cur, err := h.cfg.Store.GetRun(ctx, runID); err == nil {
@@ -114,8 +108,30 @@ func (h *Handler) stop(ctx context.Context, ic goslack.InteractionCallback, runI
 	if err != nil {
 		return err
 	}
+	if stopped.PendingApprovals > 0 {
+		// A waiting run has no invocation to notice the cancel: one is
+		// started to end it (its run.ended and callback).
+		h.startRunner(ctx, runID)
+	}
 	h.answer(ctx, run.Thread.Channel, run.Thread.ThreadTS, fmt.Sprintf("Stopped by %s: run %s is cancelled.", who, runID))
 	return nil
+}
+
+// clickedIn is where a button was clicked: the channel, and the thread
+// of the message it is on (the message itself when it is in none).
+func clickedIn(ic goslack.InteractionCallback) (channel, threadTS string) {
+	channel = ic.Channel.ID
+	if channel == "" {
+		channel = ic.Container.ChannelID
+	}
+	threadTS = ic.Message.ThreadTimestamp
+	if threadTS == "" {
+		threadTS = ic.Container.ThreadTs
+	}
+	if threadTS == "" {
+		threadTS = ic.Container.MessageTs
+	}
+	return channel, threadTS
 }
 
 func userOr(id string) string {

@@ -227,6 +227,7 @@ type (
 	Run           = wire.Run
 	RunPage       = wire.RunPage
 	EgressPage    = wire.EgressPage
+	Decided       = wire.Decided
 	Schedule      = wire.Schedule
 	NewSchedule   = wire.NewSchedule
 	SchedulePatch = wire.SchedulePatch
@@ -352,6 +353,14 @@ func (c *Client) Events(ctx context.Context, id string, after int64) ([]run.Even
 func (c *Client) Cancel(ctx context.Context, id string) (RunStarted, error) {
 	var out RunStarted
 	err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/cancel", nil, &out)
+	return out, err
+}
+
+// Decide approves or denies (decision) approval approvalID of run id, a
+// call the run waits on, with an optional note the model is told.
+func (c *Client) Decide(ctx context.Context, id, approvalID string, decision run.Decision, note string) (Decided, error) {
+	var out Decided
+	err := c.do(ctx, http.MethodPost, "/v1/runs/"+seg(id)+"/approvals/"+seg(approvalID), wire.Decision{Decision: decision, Note: note}, &out)
 	return out, err
 }
 

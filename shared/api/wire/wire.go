@@ -75,6 +75,25 @@ type Run struct {
 	Reason string     `json:"reason,omitempty"`
 	// Egress counts the run's egress log (GET /v1/runs/{id}/egress).
 	Egress run.EgressSummary `json:"egress"`
+	// PendingApprovals are the calls a waiting run waits on; empty
+	// otherwise.
+	PendingApprovals []run.PendingApproval `json:"pending_approvals"`
+}
+
+// Decision is the body of POST /v1/runs/{id}/approvals/{approval_id}.
+type Decision struct {
+	Decision run.Decision `json:"decision"`
+	Note     string       `json:"note,omitempty"`
+}
+
+// Decided is its answer: the approval as decided, and the run's status
+// after it (running when it was the last one pending).
+type Decided struct {
+	ApprovalID string       `json:"approval_id"`
+	Decision   run.Decision `json:"decision"`
+	By         string       `json:"by"`
+	Note       string       `json:"note,omitempty"`
+	RunStatus  run.Status   `json:"run_status"`
 }
 
 // SetResult sets r's status, answer, error and usage to res, a run.ended's.

@@ -62,6 +62,9 @@ func SweepFromEnv(getenv func(string) string) (time.Duration, error) {
 // more finds the lease taken and leaves). An invocation it could not start
 // is reported in the error, after the others were started; the next sweep
 // tries it again.
+//
+// It also expires the approvals that are due, and starts the runs that
+// then wait for none (expireApprovals).
 func (k *Keeper) Sweep(ctx context.Context, grace time.Duration) ([]store.Lapsed, error) {
 	found, err := k.st.ListLapsed(ctx, k.now().Add(-grace), k.sweepLimit)
 	if err != nil {
@@ -82,5 +85,28 @@ func (k *Keeper) Sweep(ctx context.Context, grace time.Duration) ([]store.Lapsed
 	if len(found) > 0 || len(errs) > 0 {
 		k.log.Info("sweep", "found", len(found), "reinvoked", len(started), "grace", grace)
 	}
+	errs = append(errs, k.expireApprovals(ctx))
 	return started, errors.Join(errs...)
+}
+
+// expireApprovals expires the approvals nobody answered in time
+// ([x-agentsfleet.approval] expire_hours) and starts the runner on each
+// run that no longer waits for any: its model is told the calls expired.
+// A start that fails leaves the run running with nobody holding it,
+// which the next sweep's ListLapsed finds.
+func (k *Keeper) expireApprovals(ctx context.Context) error {
+	resumed, err := k.st.ExpireApprovals(ctx, k.now(), k.sweepLimit)
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sweep: expire approvals: %w", err))
+	}
+	for _, id := range resumed {
+		payload, _ := json.Marshal(run.Payload{RunID: id})
+		if err := k.inv.Start(ctx, invoke.Runner, payload); err != nil {
+			errs = append(errs, fmt.Errorf("sweep: start run %s after its approvals expired: %w", id, err))
+			continue
+		}
+		k.log.Info("sweep: approvals expired; the run goes on", "run_id", id)
+	}
+	return errors.Join(errs...)
 }

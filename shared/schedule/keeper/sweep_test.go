@@ -86,6 +86,12 @@ const answerAtOnce = "[[turn]]\ntext = \"done\"\n"
 
 func newSweepEnv(t *testing.T, limit int) *sweepEnv {
 	t.Helper()
+	return newSweepEnvScript(t, limit, answerAtOnce)
+}
+
+// newSweepEnvScript is newSweepEnv with the model's script.
+func newSweepEnvScript(t *testing.T, limit int, script string) *sweepEnv {
+	t.Helper()
 	db := dynamodb.NewFromConfig(awstest.Config(t))
 	table := awstest.UniqueName(t, "sweep")
 	if err := store.CreateTable(ctx, db, table); err != nil {
@@ -95,7 +101,7 @@ func newSweepEnv(t *testing.T, limit int) *sweepEnv {
 	t.Cleanup(e.local.Close)
 	e.store = store.New(db, table, store.WithClock(e.clock.Now))
 	e.inv = &recorder{Invoker: e.local}
-	m, err := scripted.Parse([]byte(answerAtOnce), "sweep.toml")
+	m, err := scripted.Parse([]byte(script), "sweep.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,5 +358,50 @@ func TestSweepReinvokesAChild(t *testing.T) {
 	}
 	if r := e.get(id); r.Status != store.StatusRunning || r.LeaseHolder != "inv_parent" || r.ChildrenRunning != 0 {
 		t.Fatalf("run %s held by %q with %d children running; want it left to its holder", r.Status, r.LeaseHolder, r.ChildrenRunning)
+	}
+}
+
+// TestSweepExpiresApprovals: a run waiting for a person nobody answers is
+// left alone until its approval expires, then the sweep expires it and
+// starts the runner, which tells the model and finishes the run.
+func TestSweepExpiresApprovals(t *testing.T) {
+	t.Parallel()
+	e := newSweepEnvScript(t, 10, "[[turn]]\n[[turn.tool_call]]\nname = \"read\"\narguments = { path = \"a.txt\" }\n[[turn]]\ntext = \"{{last_error}}\"\n")
+	d, err := fleet.ParseTOML([]byte("name = \"gated\"\ninstructions = \"Answer.\"\n[x-agentsfleet]\ntools = [\"read\"]\n[x-agentsfleet.approval]\ntools = [\"read\"]\nexpire_hours = 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.CreateFleet(ctx, store.NewFleet{Name: d.Name, Definition: d.Canonical(), Hash: d.Hash()}); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := e.store.CreateRun(ctx, store.NewRun{Fleet: "gated", Source: store.SourceAPI, Input: []byte("read it")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(run.Payload{RunID: r.ID})
+	if err := e.local.Start(ctx, invoke.Runner, payload); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if got := e.get(r.ID); got.Status != store.StatusWaiting {
+		t.Fatalf("the run is %s, want waiting for its read", got.Status)
+	}
+	e.clock.Advance(time.Hour)
+	if got := e.sweep(nil); len(got) != 0 {
+		t.Fatalf("a sweep before the expiry started %+v", got)
+	}
+	e.clock.Advance(time.Hour + time.Second)
+	if got := e.sweep(nil); len(got) != 1 || got[0].RunID != r.ID {
+		t.Fatalf("the sweep after the expiry started %+v, want run %s", got, r.ID)
+	}
+	all, err := e.store.ListApprovals(ctx, r.ID)
+	if err != nil || len(all) != 1 || all[0].Status != run.DecisionExpired || all[0].By != run.DecidedByExpiry {
+		t.Fatalf("approvals = %+v, %v; want the one expired", all, err)
+	}
+	if got := e.get(r.ID); got.Status != store.StatusSucceeded {
+		t.Fatalf("the run is %s after its approval expired, want succeeded", got.Status)
+	}
+	if got := e.sweep(nil); len(got) != 0 {
+		t.Fatalf("a later sweep started %+v", got)
 	}
 }

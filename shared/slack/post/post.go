@@ -109,6 +109,8 @@ func (p *Poster) Post(ctx context.Context, req thread.Request) thread.Response {
 			slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
 	case thread.OpProposal:
 		err = p.proposal(ctx, req)
+	case thread.OpApproval:
+		err = p.approval(ctx, req)
 	case thread.OpAnswer:
 		err = p.answer(ctx, req)
 	case thread.OpEnded:
@@ -178,6 +180,32 @@ func (p *Poster) proposal(ctx context.Context, req thread.Request) error {
 	apply.Style = slack.StylePrimary
 	discard := slack.NewButtonBlockElement(thread.DiscardAction, req.Improvement, slack.NewTextBlockObject(slack.PlainTextType, "Discard", false, false))
 	blocks = append(blocks, slack.NewActionBlock("agentsfleet_improve", apply, discard))
+	_, _, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
+		slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
+	return err
+}
+
+// approval posts the calls a run waits on, each with Approve and Deny
+// buttons.
+func (p *Poster) approval(ctx context.Context, req thread.Request) error {
+	if len(req.Approvals) == 0 {
+		return errors.New("an approval request names no approval")
+	}
+	text := fmt.Sprintf("This run waits for a person before it goes on (until %s):", req.Expires)
+	blocks := plainBlocks(text)
+	for _, a := range req.Approvals {
+		line := thread.Inert(a.Tool) + " " + a.Arguments
+		if n := utf8.RuneCountInString(line); n > MaxTextObject-100 {
+			line = string([]rune(line)[:MaxTextObject-100]) + " …"
+		}
+		blocks = append(blocks, plainBlocks(line)...)
+		v := thread.ApprovalValue(req.RunID, a.ID)
+		approve := slack.NewButtonBlockElement(thread.ApproveAction, v, slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false))
+		approve.Style = slack.StylePrimary
+		deny := slack.NewButtonBlockElement(thread.DenyAction, v, slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false))
+		deny.Style = slack.StyleDanger
+		blocks = append(blocks, slack.NewActionBlock("agentsfleet_approval_"+a.ID, approve, deny))
+	}
 	_, _, err := p.cfg.Slack.PostMessageContext(ctx, req.Channel, slack.MsgOptionTS(req.ThreadTS),
 		slack.MsgOptionBlocks(blocks...), slack.MsgOptionText(text, false), slack.MsgOptionDisableMarkdown(), slack.MsgOptionLinkNames(false))
 	return err

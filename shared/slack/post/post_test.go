@@ -3,6 +3,7 @@ package post_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,5 +262,51 @@ func TestLongLineWithoutBreaks(t *testing.T) {
 	m = f.Messages()[1]
 	if want := strings.Repeat("y", 2998) + "\n&" + strings.Repeat("z", 1000); m.Rendered != want {
 		t.Fatalf("a line with & at the cut shows as %.20q…%.20q, want the & whole after the cut", m.Rendered[:20], m.Rendered[2990:])
+	}
+}
+
+// An approval request shows each call (its arguments made inert by the
+// runner), within Block Kit's bounds, with an Approve and a Deny button
+// naming the run and the approval.
+func TestApprovalShowsButtons(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	p := newPoster(t, f)
+	ask := req(thread.OpApproval)
+	ask.Expires = "2026-12-04 10:00 UTC"
+	ask.Approvals = []thread.Approval{{ID: "apr_1", Tool: "http_request", Arguments: thread.Inert(`{"url":"https://pay.example/"}`)},
+		{ID: "apr_2", Tool: "apply_patch", Arguments: strings.Repeat("x", 5000)}}
+	if r := p.Post(ctx, ask); !r.Delivered {
+		t.Fatalf("approval = %+v", r)
+	}
+	m := f.Last("chat.postMessage")
+	var blocks []struct {
+		Type     string `json:"type"`
+		Text     *struct{ Text string }
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		}
+	}
+	if err := json.Unmarshal([]byte(m.Args["blocks"]), &blocks); err != nil {
+		t.Fatalf("blocks %s: %v", m.Args["blocks"], err)
+	}
+	var buttons []string
+	for _, b := range blocks {
+		if b.Text != nil && len(b.Text.Text) > post.MaxTextObject {
+			t.Errorf("a text of %d characters, more than Block Kit takes", len(b.Text.Text))
+		}
+		for _, e := range b.Elements {
+			buttons = append(buttons, e.ActionID+"="+e.Value)
+		}
+	}
+	want := []string{thread.ApproveAction + "=run_01TEST apr_1", thread.DenyAction + "=run_01TEST apr_1",
+		thread.ApproveAction + "=run_01TEST apr_2", thread.DenyAction + "=run_01TEST apr_2"}
+	if !slices.Equal(buttons, want) || m.Args["thread_ts"] != ask.ThreadTS ||
+		!strings.Contains(m.Args["text"], ask.Expires) {
+		t.Fatalf("message %+v: buttons %v, want %v in the thread", m.Args, buttons, want)
+	}
+	if r := p.Post(ctx, req(thread.OpApproval)); r.Delivered {
+		t.Fatal("an approval request without approvals was posted")
 	}
 }

@@ -36,7 +36,38 @@ const (
 	// agent's answer (Text), its Summary and Diff, with Apply and Discard
 	// buttons (ApplyAction, DiscardAction; value the chat's id).
 	OpProposal Op = "proposal"
+	// OpApproval asks for a person's decision on calls the run waits on
+	// ([x-agentsfleet.approval]): Text says what each call would do
+	// (screened, made inert by the runner), with Approve and Deny buttons
+	// for each of Approvals (ApproveAction, DenyAction; value
+	// ApprovalValue's).
+	OpApproval Op = "approval"
 )
+
+// ApproveAction and DenyAction are the action_ids of an approval's
+// buttons; their value is ApprovalValue(run, approval).
+const (
+	ApproveAction = "agentsfleet_approve"
+	DenyAction    = "agentsfleet_deny"
+)
+
+// ApprovalValue is the value of an approval's buttons: the run id and the
+// approval id, a space between.
+func ApprovalValue(runID, approvalID string) string { return runID + " " + approvalID }
+
+// ParseApprovalValue splits ApprovalValue's value.
+func ParseApprovalValue(v string) (runID, approvalID string, ok bool) {
+	runID, approvalID, ok = strings.Cut(v, " ")
+	return runID, approvalID, ok && runID != "" && approvalID != ""
+}
+
+// Approval is one call a run waits on, as OpApproval shows it.
+type Approval struct {
+	ID   string `json:"approval_id"`
+	Tool string `json:"tool"`
+	// Arguments are the call's, screened and made inert by the runner.
+	Arguments string `json:"arguments"`
+}
 
 // ApplyAction and DiscardAction are the action_ids of a proposal's
 // buttons; their value is the improvement chat's id.
@@ -72,6 +103,10 @@ type Request struct {
 	Improvement string `json:"improvement_id,omitempty"`
 	Summary     string `json:"summary,omitempty"`
 	Diff        string `json:"diff,omitempty"`
+	// Approvals are the calls the run waits on (OpApproval), and
+	// Expires when they expire (RFC 3339).
+	Approvals []Approval `json:"approvals,omitempty"`
+	Expires   string     `json:"expires,omitempty"`
 }
 
 // Step is one step of a plan: pending, in_progress or completed.

@@ -1,0 +1,106 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	goslack "github.com/slack-go/slack"
+
+	"github.com/agentsfleet/agentsfleet/shared/fault"
+	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
+)
+
+// approvalAction decides the approval an Approve or Deny button names
+// (value thread.ApprovalValue's), if the button was clicked in the run's
+// own channel and the person who clicked is on the fleet's allow_approve
+// (mayApprove), and says so in the run's thread; the last decision the run
+// waited on starts its next invocation. A refusal is told in a message
+// only the person who clicked sees. It returns an error only for what is
+// wrong inside agentsfleet.
+func (h *Handler) approvalAction(ctx context.Context, ic goslack.InteractionCallback, action, value string) error {
+	channel, clicked := clickedIn(ic)
+	user := ic.User.ID
+	runID, approvalID, ok := thread.ParseApprovalValue(value)
+	if !ok {
+		h.log.Warn("slack: an approval button with a value not the app's", "value", value)
+		h.whisper(ctx, channel, clicked, user, "That button names no approval.")
+		return nil
+	}
+	r, err := h.cfg.Store.GetRun(ctx, runID)
+	switch {
+	case errors.Is(err, fault.RunNotFound), errors.Is(err, fault.RequestInvalid):
+		h.whisper(ctx, channel, clicked, user, "There is no run "+runID+" to decide on.")
+		return nil
+	case err != nil:
+		return err
+	}
+	// As with Stop: a run's approvals are decided only from its own
+	// thread's channel.
+	if r.Thread == nil || r.Thread.Channel != channel {
+		h.log.Warn("slack: an approval refused: the run does not answer in this channel", "run_id", runID, "channel", channel)
+		h.whisper(ctx, channel, clicked, user, "Run "+runID+" does not answer in this channel, so its approvals cannot be decided from here.")
+		return nil
+	}
+	where := r.Thread.ThreadTS
+	ok, why, err := h.mayApprove(ctx, r.Fleet, user)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		h.log.Info("slack: an approval refused: not on allow_approve", "run_id", runID, "fleet", r.Fleet, "user", user)
+		h.whisper(ctx, channel, where, user, why)
+		return nil
+	}
+	decision, verb := run.DecisionApprove, "Approved"
+	if action == thread.DenyAction {
+		decision, verb = run.DecisionDeny, "Denied"
+	}
+	a, resume, err := h.cfg.Store.Decide(ctx, runID, approvalID, decision, "slack:"+user, "")
+	if errors.Is(err, fault.ApprovalNotFound) || errors.Is(err, fault.ApprovalDecided) {
+		var fe *fault.Error
+		msg := err.Error()
+		if errors.As(err, &fe) {
+			msg = fe.Msg
+		}
+		h.whisper(ctx, channel, where, user, "Nothing was decided: "+msg+".")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("%s by <@%s>: %s (%s).", verb, user, a.Tool, a.ID)
+	if resume {
+		h.startRunner(ctx, runID)
+		text += " The run goes on."
+	} else {
+		text += " The run waits on its other approvals."
+	}
+	h.answer(ctx, channel, where, text)
+	return nil
+}
+
+// mayApprove reports whether user may decide approvals of fleetName's runs
+// from Slack: only the people and user groups on its [x-agentsfleet.slack]
+// allow_approve, and nobody when it sets none (a decision is then made with
+// a key holding runs:approve). text says why not.
+func (h *Handler) mayApprove(ctx context.Context, fleetName, user string) (ok bool, text string, err error) {
+	return h.optedIn(ctx, fleetName, user, optIn{
+		list: func(a fleet.SlackAccess) []string { return a.AllowApprove }, key: "allow_approve", act: "decide %s's approvals",
+		nobody: "Nobody may decide %s's approvals from Slack: it sets no [x-agentsfleet.slack] allow_approve. " +
+			"Decide with `agentsfleet approve` or `agentsfleet deny`, or POST /v1/runs/ID/approvals/APPROVAL_ID with a key that has runs:approve.",
+	})
+}
+
+// startRunner starts a runner invocation for run id. A start that fails is
+// logged: the lapsed sweep starts a running run that nobody holds.
+func (h *Handler) startRunner(ctx context.Context, id string) {
+	payload, _ := json.Marshal(run.Payload{RunID: id})
+	if err := h.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
+		h.log.Error("slack: start the runner", "run_id", id, "error", err)
+	}
+}
