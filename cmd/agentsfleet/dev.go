@@ -188,7 +188,7 @@ const tryFleet = "reference-fleet"
 
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "self-managed runners, credentials approved just in time, the web console and telemetry, repositories and pull requests"
+const notBuilt = "self-managed runners, the web console and telemetry, repositories and pull requests"
 
 // tryLines are three things to try against dev at base: a run started
 // with curl, one with the CLI, and a signed webhook delivery (the secret in

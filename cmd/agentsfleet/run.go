@@ -129,10 +129,36 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv
 		return err
 	}
 	view.finished()
+	if ended.Status == store.StatusWaiting {
+		return waitedLocally(ctx, st.Store, run.ID, stderr)
+	}
 	if ended.Status != store.StatusSucceeded {
 		return errRunFailed
 	}
 	return nil
+}
+
+// waitedLocally ends a one-shot run that waits for a person's approval:
+// nobody can give one to `agentsfleet run`, which has no API. It says
+// which calls waited and where they can be approved, and cancels the run.
+func waitedLocally(ctx context.Context, st *store.Store, runID string, stderr io.Writer) error {
+	all, err := st.ListApprovals(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, a := range all {
+		if a.Secret != "" {
+			fmt.Fprintf(stderr, "agentsfleet: %s waits for approval of the secret %s for %s %s\n", a.Tool, a.Secret, a.Method, a.Host)
+		} else {
+			fmt.Fprintf(stderr, "agentsfleet: %s waits for approval: %s\n", a.Tool, a.Arguments)
+		}
+	}
+	fmt.Fprintln(stderr, "agentsfleet: `agentsfleet run` has nobody to ask, so the run is cancelled; "+
+		"run the fleet under `agentsfleet dev` and decide with `agentsfleet approve|deny`, or leave the calls out of [x-agentsfleet.approval]")
+	if _, err := st.Transition(context.WithoutCancel(ctx), runID, store.StatusCancelled, "waited for approval under agentsfleet run"); err != nil && !errors.Is(err, fault.RunBadTransition) {
+		return err
+	}
+	return errRunFailed
 }
 
 // readDefinition parses a Definition file; a bad one is a usage error that

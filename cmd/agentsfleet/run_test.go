@@ -247,3 +247,29 @@ text = "looked"
 		t.Errorf("screenshot = %+v (%v), want a picture", r, ok)
 	}
 }
+
+// TestRunThatWaitsForApproval: `agentsfleet run` has nobody to ask, so a
+// run that waits for a person says which call waited and where it could be
+// decided, and is cancelled rather than left waiting.
+func TestRunThatWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	work := openDir(t)
+	def := filepath.Join(t.TempDir(), "demo.toml")
+	os.WriteFile(def, []byte(demoFleet+"[x-agentsfleet.approval]\ntools = [\"bash\"]\n"), 0o644)
+	script := filepath.Join(t.TempDir(), "wait.toml")
+	os.WriteFile(script, []byte("[[turn]]\n[[turn.tool_call]]\nname = \"bash\"\narguments = { command = \"echo hi > ran.txt\" }\n"), 0o644)
+	var out, errOut bytes.Buffer
+	err := runCmd(context.Background(), []string{"-f", def, "--workdir", work, "--state", t.TempDir(), "go"}, &out, &errOut,
+		runEnv(map[string]string{"AGENTSFLEET_MODEL_SCRIPT": script}))
+	if !errors.Is(err, errRunFailed) {
+		t.Fatalf("run = %v, want it failed\n%s\n%s", err, out.String(), errOut.String())
+	}
+	for _, want := range []string{"bash waits for approval", "echo hi", "agentsfleet approve|deny", "the run is cancelled"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "ran.txt")); err == nil {
+		t.Error("the call that waited ran")
+	}
+}

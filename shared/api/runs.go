@@ -131,7 +131,8 @@ func RunResult(ctx context.Context, st *store.Store, id string) (wire.Run, error
 		for _, a := range all {
 			if a.Status == run.DecisionPending {
 				body.PendingApprovals = append(body.PendingApprovals, run.PendingApproval{ApprovalID: a.ID, CallID: a.CallID,
-					Tool: a.Tool, Arguments: a.Arguments, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt})
+					Tool: a.Tool, Arguments: a.Arguments, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt,
+					Secret: a.Secret, Host: a.Host, Method: a.Method})
 			}
 		}
 	}

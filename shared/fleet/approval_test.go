@@ -140,3 +140,53 @@ func TestAllowApproveRoundTrips(t *testing.T) {
 		t.Fatal("allow_approve with a name that is no Slack id: no error")
 	}
 }
+
+// A secret that says approve = true keeps its id among Secrets and is
+// listed in ApproveSecrets, through both canonical forms; approve = false
+// is a secret like any other.
+func TestApproveSecretsRoundTrip(t *testing.T) {
+	t.Parallel()
+	d, err := fleet.ParseTOML([]byte("name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet.secrets]\n" +
+		"STRIPE = { id = \"prod/stripe\", approve = true }\nPLAIN = { id = \"prod/plain\", approve = false }\nGH = \"prod/gh\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"STRIPE": "prod/stripe", "PLAIN": "prod/plain", "GH": "prod/gh"}
+	if !reflect.DeepEqual(d.Secrets, want) || !reflect.DeepEqual(d.ApproveSecrets, []string{"STRIPE"}) {
+		t.Fatalf("Secrets %v, ApproveSecrets %v; want %v and [STRIPE]", d.Secrets, d.ApproveSecrets, want)
+	}
+	if !strings.Contains(string(d.Canonical()), `"STRIPE":{"id":"prod/stripe","approve":true}`) || !strings.Contains(string(d.Canonical()), `"PLAIN":"prod/plain"`) {
+		t.Errorf("canonical JSON %s", d.Canonical())
+	}
+	for _, data := range [][]byte{d.TOML(), d.Canonical()} {
+		back, err := fleet.Parse(data, map[bool]fleet.Format{true: fleet.TOML, false: fleet.JSON}[data[0] != '{'])
+		if err != nil || back.Hash() != d.Hash() || !reflect.DeepEqual(back.ApproveSecrets, d.ApproveSecrets) || !reflect.DeepEqual(back.Secrets, d.Secrets) {
+			t.Fatalf("round trip of %s = %+v, %v", data, back, err)
+		}
+	}
+	c := d.Clone()
+	c.ApproveSecrets[0] = "CHANGED"
+	if d.ApproveSecrets[0] == "CHANGED" {
+		t.Error("Clone shares ApproveSecrets")
+	}
+}
+
+// A secret that says approve = true is refused where nothing waits on a
+// call: the setup step and MCP servers' headers.
+func TestApproveSecretsWhereNoCallWaits(t *testing.T) {
+	t.Parallel()
+	base := "name = \"ops\"\ninstructions = \"x\"\n[x-agentsfleet]\ntools = [\"http_request\", \"bash\"]\n" +
+		"[x-agentsfleet.network]\nhosts = [\"mcp.example.com\"]\n[x-agentsfleet.secrets]\nS = { id = \"prod/s\", approve = true }\n"
+	for _, tt := range []struct{ extra, want string }{
+		{"[x-agentsfleet.setup]\ncommand = \"make\"\nsecrets = [\"S\"]\n", "x-agentsfleet.setup.secrets: the secret S says approve = true"},
+		{"[[x-agentsfleet.mcp]]\nname = \"tracker\"\nurl = \"https://mcp.example.com/mcp\"\nheaders = { Authorization = \"Bearer «secret:S»\" }\n",
+			"the secret S says approve = true, but an MCP server's headers"},
+	} {
+		if _, err := fleet.ParseTOML([]byte(base + tt.extra)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want it to say %q", tt.extra, err, tt.want)
+		}
+	}
+	if _, err := fleet.ParseTOML([]byte(base)); err != nil {
+		t.Fatalf("the secret alone: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -24,15 +25,15 @@ type (
 		Runtime      wireRuntime `json:"x-agentsfleet"`
 	}
 	wireRuntime struct {
-		Tools    []string          `json:"tools,omitempty"`
-		Network  wireNetwork       `json:"network,omitzero"`
-		Secrets  map[string]string `json:"secrets,omitempty"`
-		Limits   wireLimits        `json:"limits,omitzero"`
-		Sandbox  wireSandbox       `json:"sandbox,omitzero"`
-		Slack    wireSlack         `json:"slack,omitzero"`
-		Setup    *wireSetup        `json:"setup,omitempty"`
-		MCP      []wireMCP         `json:"mcp,omitempty"`
-		Approval *wireApproval     `json:"approval,omitempty"`
+		Tools    []string       `json:"tools,omitempty"`
+		Network  wireNetwork    `json:"network,omitzero"`
+		Secrets  map[string]any `json:"secrets,omitempty"`
+		Limits   wireLimits     `json:"limits,omitzero"`
+		Sandbox  wireSandbox    `json:"sandbox,omitzero"`
+		Slack    wireSlack      `json:"slack,omitzero"`
+		Setup    *wireSetup     `json:"setup,omitempty"`
+		MCP      []wireMCP      `json:"mcp,omitempty"`
+		Approval *wireApproval  `json:"approval,omitempty"`
 	}
 	// wireSlack holds only what differs from the defaults, so that a
 	// Definition that says nothing of Slack keeps its canonical bytes.
@@ -60,6 +61,28 @@ type (
 	}
 )
 
+// wireSecret is a secret that says approve = true, in the canonical form;
+// any other is its id alone.
+type wireSecret struct {
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+}
+
+func (d *Definition) secretsWire() map[string]any {
+	if len(d.Secrets) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(d.Secrets))
+	for name, id := range d.Secrets {
+		if slices.Contains(d.ApproveSecrets, name) {
+			out[name] = wireSecret{ID: id, Approve: true}
+		} else {
+			out[name] = id
+		}
+	}
+	return out
+}
+
 func (d *Definition) wire() wireDefinition {
 	return wireDefinition{
 		Name:         d.Name,
@@ -70,7 +93,7 @@ func (d *Definition) wire() wireDefinition {
 		Runtime: wireRuntime{
 			Tools:   d.Tools,
 			Network: wireNetwork{Hosts: d.Hosts},
-			Secrets: d.Secrets,
+			Secrets: d.secretsWire(),
 			Limits: wireLimits{
 				ToolTimeoutSeconds: d.Limits.ToolTimeoutSeconds,
 				Budget:             wireBudget{Tokens: d.Limits.Budget.Tokens, ToolCalls: d.Limits.Budget.ToolCalls},
@@ -194,6 +217,10 @@ func (d *Definition) TOML() []byte {
 		}
 		sort.Strings(names)
 		for _, k := range names {
+			if slices.Contains(d.ApproveSecrets, k) {
+				fmt.Fprintf(&b, "%s = { id = %s, approve = true }\n", keySegment(k), tomlString(d.Secrets[k]))
+				continue
+			}
 			fmt.Fprintf(&b, "%s = %s\n", keySegment(k), tomlString(d.Secrets[k]))
 		}
 	}

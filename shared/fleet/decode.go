@@ -111,7 +111,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 						hosts = d.list(at, v)
 					}})
 				},
-				"secrets":  func(at keyPath, v any) { def.Secrets = d.secrets(at, v) },
+				"secrets":  func(at keyPath, v any) { def.Secrets, def.ApproveSecrets = d.secrets(at, v) },
 				"setup":    setup.field(d, integer),
 				"approval": approval.field(d, integer),
 				"mcp":      func(at keyPath, v any) { def.MCP = d.mcp(at, v) },
@@ -206,6 +206,7 @@ func (d *decoder) definition(root map[string]any) *Definition {
 	}
 	def.Setup = setup.setup(d, def.Secrets)
 	d.checkMCP(def)
+	d.checkApproveSecrets(def)
 	def.Approval = approval.approval(d, def)
 	def.Sandbox.Size = DefaultSandboxSize
 	if sizeSet {
@@ -261,11 +262,13 @@ func (d *decoder) bounded(s intSetting, lo, hi, def int64, unit string) int64 {
 	return s.v
 }
 
-// secrets decodes the secrets table, checking names and values.
-func (d *decoder) secrets(at keyPath, v any) map[string]string {
+// secrets decodes the secrets table, checking names and values: each a
+// string, the secret's id, or a table {id, approve} (approve = true: a
+// person approves the secret's first use in a run for each host).
+func (d *decoder) secrets(at keyPath, v any) (ids map[string]string, approve []string) {
 	m, ok := d.boundedTable(at, v, MaxSecrets, "secrets")
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := map[string]string{}
 	for _, k := range sortedKeys(m) {
@@ -277,20 +280,54 @@ func (d *decoder) secrets(at keyPath, v any) map[string]string {
 			d.probs.add(kat, "%s", msg)
 			continue
 		}
-		s, ok := d.str(kat, m[k])
+		id, asks, ok := d.secret(kat, m[k])
 		if !ok {
 			continue
 		}
-		if msg := checkSecretValue(s); msg != "" {
+		if msg := checkSecretValue(id); msg != "" {
 			d.probs.add(kat, "%s", msg)
 			continue
 		}
-		out[k] = s
+		out[k] = id
+		if asks {
+			approve = append(approve, k)
+		}
 	}
 	if len(out) == 0 {
-		return nil
+		return nil, nil
 	}
-	return out
+	return out, approve
+}
+
+// secret decodes one entry of the secrets table: the id as a string, or
+// {id = "…", approve = true|false}.
+func (d *decoder) secret(at keyPath, v any) (id string, approve, ok bool) {
+	if _, isTable := v.(map[string]any); !isTable {
+		if _, isString := v.(string); !isString {
+			d.typeProblem(at, "want a string (the secret's Secrets Manager name or ARN) or a table {id, approve}, got %s", d.typeName(v))
+			return "", false, false
+		}
+		id, ok = d.str(at, v)
+		return id, false, ok
+	}
+	var hasID bool
+	d.table(at, v, map[string]field{
+		"id": func(at keyPath, v any) { id, hasID = d.str(at, v) },
+		"approve": func(at keyPath, v any) {
+			b, isBool := v.(bool)
+			if !isBool {
+				d.typeProblem(at, "want true or false, got %s", d.typeName(v))
+			}
+			approve = b
+		},
+	})
+	if !hasID {
+		if _, given := v.(map[string]any)["id"]; !given {
+			d.probs.add(at.key("id"), "required: the secret's Secrets Manager name or ARN")
+		}
+		return "", false, false
+	}
+	return id, approve, true
 }
 
 // table decodes v as a table whose keys are those of fields, in sorted key

@@ -41,6 +41,11 @@ type Definition struct {
 	// AWS Secrets Manager secret (name or ARN) that holds its value. Only the
 	// webtools λ reads the values.
 	Secrets map[string]string
+	// ApproveSecrets are the secrets that say approve = true, sorted: the
+	// credential firewall fills one for a host only once a person has
+	// approved its use for that host in the run (asked when the model
+	// first calls with it).
+	ApproveSecrets []string
 	// Limits caps a run's tool calls and spending.
 	Limits Limits
 	// Sandbox is the sandbox a run gets.
@@ -248,6 +253,7 @@ func (d *Definition) Clone() *Definition {
 	c.MCP = cloneMCP(d.MCP)
 	c.SlackAccess = SlackAccess{AllowStart: slices.Clone(d.SlackAccess.AllowStart), AllowStop: slices.Clone(d.SlackAccess.AllowStop),
 		AllowApply: slices.Clone(d.SlackAccess.AllowApply), AllowApprove: slices.Clone(d.SlackAccess.AllowApprove)}
+	c.ApproveSecrets = slices.Clone(d.ApproveSecrets)
 	if d.Secrets != nil {
 		c.Secrets = make(map[string]string, len(d.Secrets))
 		for k, v := range d.Secrets {

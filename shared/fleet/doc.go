@@ -35,6 +35,7 @@
 //
 //	[x-agentsfleet.secrets]
 //	GITHUB_TOKEN = "prod/github-token"  # NAME = Secrets Manager secret name or ARN
+//	STRIPE_KEY = { id = "prod/stripe", approve = true }  # a person approves each host first
 //
 //	[x-agentsfleet.limits]
 //	tool_timeout_seconds = 120     # 1–3600, default 120
@@ -119,7 +120,10 @@
 // «secret:NAME» references use (letters, digits, underscores); its value
 // is the Secrets Manager secret's name or ARN, never the credential itself:
 // values that look like tokens are refused, and error messages never
-// repeat a secret value.
+// repeat a secret value. A secret written {id, approve = true} is listed
+// in ApproveSecrets: the runner asks a person before its first use for a
+// host in a run, and the webtools function fills it only for a host so
+// approved; the setup step and MCP headers may not use one.
 //
 // # Errors
 //

@@ -349,6 +349,25 @@ func (d *decoder) checkMCP(def *Definition) {
 	}
 }
 
+// checkApproveSecrets refuses a secret that says approve = true where no
+// call is there to wait on: the setup step's variables and MCP servers'
+// headers are filled before the agent's first turn, for a command or a
+// server the Definition's author chose.
+func (d *decoder) checkApproveSecrets(def *Definition) {
+	for _, name := range def.ApproveSecrets {
+		if def.Setup != nil && slices.Contains(def.Setup.Secrets, name) {
+			d.probs.add(runtimePath("setup", "secrets"), "the secret %s says approve = true, but the setup step gets its secrets before any call a person could approve; give the setup step a secret without approve", name)
+		}
+		for i, s := range def.MCP {
+			for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+				if strings.Contains(s.Headers[k], refOpen+name+"»") {
+					d.probs.add(runtimePath("mcp").index(i).key("headers").key(k), "the secret %s says approve = true, but an MCP server's headers are filled when the run connects to it, before any call a person could approve; use a secret without approve", name)
+				}
+			}
+		}
+	}
+}
+
 // refOpen starts a «secret:NAME» reference (package secret's form; that
 // package is not linked here, since it brings the Secrets Manager client).
 const refOpen = "«secret:"

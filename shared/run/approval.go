@@ -20,6 +20,11 @@ type ApprovalRequested struct {
 	Tool       string          `json:"tool"`
 	Arguments  json.RawMessage `json:"arguments"`
 	ExpiresAt  time.Time       `json:"expires_at"`
+	// Secret, Host and Method, for the use of a secret that says approve
+	// = true: approving lets the run fill it for Host from then on.
+	Secret string `json:"secret,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Method string `json:"method,omitempty"`
 }
 
 // ApprovalDecided is approval.decided's data. By is who decided: an API
@@ -58,4 +63,7 @@ type PendingApproval struct {
 	Arguments   json.RawMessage `json:"arguments"`
 	RequestedAt time.Time       `json:"requested_at"`
 	ExpiresAt   time.Time       `json:"expires_at"`
+	Secret      string          `json:"secret,omitempty"`
+	Host        string          `json:"host,omitempty"`
+	Method      string          `json:"method,omitempty"`
 }

@@ -50,6 +50,7 @@ const (
 	RuleRedirects      = "redirect_limit"  // more redirects than the tool follows
 	RuleSecretRedirect = "secret_redirect" // a redirect elsewhere of a request that carried secrets, not followed
 	RuleTunnelLimit    = "tunnel_limit"    // more open connections than the browser's proxy carries at once
+	RuleSecretApproval = "secret_approval" // a secret that says approve = true, not approved for the host in this run
 )
 
 // EgressSummary counts a run's egress log: GET /v1/runs/{id}'s `egress`.

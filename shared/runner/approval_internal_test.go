@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
@@ -52,5 +53,50 @@ hosts = ["*.pay.example"]
 	}
 	if x.needsApproval(model.ToolCall{ID: "c", Name: "read", Arguments: json.RawMessage(`{}`)}) {
 		t.Error("a read waits, though the table lists http_request alone")
+	}
+}
+
+// A call asks about each secret that says approve = true it would fill,
+// for its URL's host as the host list reads it, however the reference is
+// spelt in the JSON and wherever the call puts it; a secret already
+// granted for the host, and one that does not ask, go without.
+func TestSecretAsksFindEveryReference(t *testing.T) {
+	d, err := fleet.ParseTOML([]byte(`name = "pay"
+instructions = "x"
+[x-agentsfleet]
+tools = ["http_request", "pushover"]
+[x-agentsfleet.network]
+hosts = ["api.pay.example", "api.pushover.net"]
+[x-agentsfleet.secrets]
+PAY = { id = "prod/pay", approve = true }
+PLAIN = "prod/plain"
+PUSHOVER_TOKEN = { id = "prod/po", approve = true }
+PUSHOVER_USER = "prod/pu"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &execution{def: d}
+	x.run.SecretGrants = []string{"PAY granted.pay.example"}
+	for _, tt := range []struct {
+		name, args string
+		want       []ask
+	}{
+		{"http_request", `{"method": "post", "url": "https://API.pay.example./x", "headers": {"Authorization": "Bearer «secret:PAY»"}}`,
+			[]ask{{secret: "PAY", host: "api.pay.example", method: "POST"}}},
+		{"http_request", `{"url": "https://api.pay.example/x?k=\u00absecret:PAY\u00bb"}`, []ask{{secret: "PAY", host: "api.pay.example", method: "GET"}}},
+		{"http_request", `{"url": "https://api.pay.example/x", "body": {"nested": ["«secret:PAY»", "«secret:PAY»"]}}`,
+			[]ask{{secret: "PAY", host: "api.pay.example", method: "GET"}}},
+		{"http_request", `{"url": "https://api.pay.example/x", "headers": {"X-«secret:PAY»": "1"}}`, []ask{{secret: "PAY", host: "api.pay.example", method: "GET"}}},
+		{"http_request", `{"url": "not a url «secret:PAY»"}`, nil}, // refused by webtools, which checks the grant itself
+		{"http_request", `{"url": "https://granted.pay.example/x", "body": "«secret:PAY»"}`, nil},
+		{"http_request", `{"url": "https://api.pay.example/x", "body": "«secret:PLAIN»"}`, nil},
+		{"pushover", `{"message": "hi"}`, []ask{{secret: "PUSHOVER_TOKEN", host: "api.pushover.net", method: "POST"}}},
+		{"webfetch", `{"url": "https://api.pay.example/«secret:PAY»"}`, nil}, // fills nothing
+	} {
+		got := x.secretAsks(model.ToolCall{Name: tt.name, Arguments: json.RawMessage(tt.args)})
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s %s: asks %+v, want %+v", tt.name, tt.args, got, tt.want)
+		}
 	}
 }

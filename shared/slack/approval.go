@@ -60,7 +60,7 @@ func (h *Handler) approvalAction(ctx context.Context, ic goslack.InteractionCall
 	if action == thread.DenyAction {
 		decision, verb = run.DecisionDeny, "Denied"
 	}
-	a, resume, err := h.cfg.Store.Decide(ctx, runID, approvalID, decision, "slack:"+user, "")
+	a, resume, err := h.cfg.Store.Decide(ctx, runID, approvalID, decision, "slack:"+ic.Team.ID+"/"+user, "")
 	if errors.Is(err, fault.ApprovalNotFound) || errors.Is(err, fault.ApprovalDecided) {
 		var fe *fault.Error
 		msg := err.Error()

@@ -90,8 +90,8 @@ func TestApprovalButtons(t *testing.T) {
 	}
 	// The same button again decides nothing more.
 	e.deliver(decideBy(t, thread.ApproveAction, id, ids[0], "U0LEAD001", channel))
-	if a, _ := e.store.GetApproval(ctx, id, ids[0]); a.Status != run.DecisionDeny || a.By != "slack:U0LEAD001" {
-		t.Fatalf("approval = %+v, want denied by slack:U0LEAD001", a)
+	if a, _ := e.store.GetApproval(ctx, id, ids[0]); a.Status != run.DecisionDeny || a.By != "slack:T0TEAM123/U0LEAD001" {
+		t.Fatalf("approval = %+v, want denied by slack:T0TEAM123/U0LEAD001", a)
 	}
 	if eph := e.slack.ephemerals(); len(eph) != 3 || !strings.Contains(eph[2].Text, "decided already") {
 		t.Fatalf("ephemeral messages = %+v, want a third saying it was decided already", eph)

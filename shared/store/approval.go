@@ -46,6 +46,11 @@ type NewApproval struct {
 	// Arguments are the call's, screened for the fleet's secret values.
 	Arguments json.RawMessage
 	ExpiresAt time.Time
+	// Secret, Host and Method make it an approval of a secret's use (a
+	// secret that says approve = true) rather than of the call: approved,
+	// the secret may be filled for Host in the rest of the run
+	// (Run.SecretGrants). Empty for a call's approval.
+	Secret, Host, Method string
 }
 
 // Approval is a call that waits, or waited, for a person.
@@ -61,6 +66,8 @@ type Approval struct {
 	RequestedAt time.Time
 	ExpiresAt   time.Time
 	DecidedAt   time.Time // zero while pending
+	// Secret, Host and Method: see NewApproval.
+	Secret, Host, Method string
 }
 
 // NewApprovalID returns a new approval id, apr_ and a time-sorted suffix.
@@ -79,11 +86,15 @@ type approvalRecord struct {
 	RequestedAt time.Time       `dynamodbav:"requestedAt"`
 	ExpiresAt   int64           `dynamodbav:"expiresAt"` // Unix ms, for the condition
 	DecidedAt   *time.Time      `dynamodbav:"decidedAt,omitempty"`
+	Secret      string          `dynamodbav:"secret,omitempty"`
+	Host        string          `dynamodbav:"host,omitempty"`
+	Method      string          `dynamodbav:"method,omitempty"`
 }
 
 func (r approvalRecord) approval() Approval {
 	a := Approval{ID: r.ID, RunID: strings.TrimPrefix(r.PK, prefixRun), CallID: r.CallID, Tool: r.Tool, Arguments: r.Arguments,
-		Status: r.Status, By: r.By, Note: r.Note, RequestedAt: r.RequestedAt, ExpiresAt: time.UnixMilli(r.ExpiresAt).UTC()}
+		Status: r.Status, By: r.By, Note: r.Note, RequestedAt: r.RequestedAt, ExpiresAt: time.UnixMilli(r.ExpiresAt).UTC(),
+		Secret: r.Secret, Host: r.Host, Method: r.Method}
 	if r.DecidedAt != nil {
 		a.DecidedAt = *r.DecidedAt
 	}
@@ -113,6 +124,9 @@ func (st Step) checkWait() error {
 		if !strings.HasPrefix(a.ID, "apr_") || a.CallID == "" || a.Tool == "" || a.ExpiresAt.IsZero() || !json.Valid(a.Arguments) {
 			return fault.New(fault.RequestInvalid, "an approval needs an apr_ id, the call's id, tool and JSON arguments, and an expiry")
 		}
+		if a.Secret != "" && (a.Host == "" || a.Method == "" || strings.Contains(a.Secret, " ") || strings.Contains(a.Host, " ")) {
+			return fault.New(fault.RequestInvalid, "an approval of a secret's use needs the secret's name, the host and the method")
+		}
 	}
 	return nil
 }
@@ -126,7 +140,8 @@ func (st Step) wait(t *txn, w *write, runID string, now time.Time) error {
 			first = a.ExpiresAt
 		}
 		item, err := marshal(approvalRecord{PK: prefixRun + runID, SK: prefixApproval + a.ID, ID: a.ID, CallID: a.CallID,
-			Tool: a.Tool, Arguments: a.Arguments, Status: run.DecisionPending, RequestedAt: now, ExpiresAt: a.ExpiresAt.UnixMilli()})
+			Tool: a.Tool, Arguments: a.Arguments, Status: run.DecisionPending, RequestedAt: now, ExpiresAt: a.ExpiresAt.UnixMilli(),
+			Secret: a.Secret, Host: a.Host, Method: a.Method})
 		if err != nil {
 			return err
 		}
@@ -199,6 +214,13 @@ func (s *Store) Decide(ctx context.Context, runID, id string, decision run.Decis
 	case by == "":
 		return Approval{}, false, fault.New(fault.RequestInvalid, "a decision needs who made it")
 	}
+	// Read first for what the decision grants: a secret's approval names
+	// the secret and host, which never change; the transaction's
+	// conditions decide whether the decision lands.
+	cur, err := s.GetApproval(ctx, runID, id)
+	if err != nil {
+		return Approval{}, false, err
+	}
 	now := s.now().UTC()
 	t := s.newTxn()
 	w := newWrite().exists()
@@ -217,6 +239,9 @@ func (s *Store) Decide(ctx context.Context, runID, id string, decision run.Decis
 	})
 	rw := newWrite().exists()
 	rw.is("status", rw.s(string(StatusWaiting))).above("aprPending", 0).incr("aprPending", -1)
+	if decision == run.DecisionApprove && cur.Secret != "" {
+		rw.grant(cur.Secret, cur.Host)
+	}
 	t.update("run "+runID, runKey(runID), rw, func(old map[string]types.AttributeValue) error {
 		cur, err := s.runFrom(ctx, runID, old)
 		if err != nil {
@@ -233,6 +258,18 @@ func (s *Store) Decide(ctx context.Context, runID, id string, decision run.Decis
 	resume, err = s.resumeWaiting(ctx, runID, now)
 	return a, resume, err
 }
+
+// grant adds "secret host" to the run's SecretGrants.
+func (w *write) grant(secret, host string) *write {
+	p := w.n("secretGrants")
+	one := w.v(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: SecretGrant(secret, host)}}})
+	none := w.v(&types.AttributeValueMemberL{Value: []types.AttributeValue{}})
+	w.sets = append(w.sets, p+" = list_append(if_not_exists("+p+", "+none+"), "+one+")")
+	return w
+}
+
+// SecretGrant is how Run.SecretGrants names the grant of secret for host.
+func SecretGrant(secret, host string) string { return secret + " " + host }
 
 // undecidable says why approval id cannot be decided now, from the item
 // its failed condition sent back.

@@ -163,3 +163,45 @@ func TestAWaitingStepIsChecked(t *testing.T) {
 		t.Errorf("after refused steps: %s at step %d, want running at 0", got.Status, got.CheckpointStep)
 	}
 }
+
+// An approved secret's use is granted on the run for its host; a denied
+// one grants nothing; a secret's approval needs its host and method.
+func TestSecretApprovalGrants(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.fleet(t, "ops")
+	r := e.running(t, "ops")
+	if _, err := e.AcquireLease(ctx, r.ID, "inv", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	exp := e.clock.Now().Add(time.Hour)
+	args := json.RawMessage(`{"url":"https://api.stripe.com/v1/charges"}`)
+	bad := store.Step{Holder: "inv", Number: 1, WhileRunning: true,
+		Wait: []store.NewApproval{{ID: store.NewApprovalID(e.clock.Now()), CallID: "c1", Tool: "http_request", Arguments: args, ExpiresAt: exp, Secret: "STRIPE"}}}
+	if _, err := e.CommitStep(ctx, r.ID, bad); !errors.Is(err, fault.RequestInvalid) {
+		t.Fatalf("a secret's approval without host and method: %v, want fault.RequestInvalid", err)
+	}
+	ids := []string{store.NewApprovalID(e.clock.Now()), store.NewApprovalID(e.clock.Now())}
+	wait := []store.NewApproval{
+		{ID: ids[0], CallID: "c1", Tool: "http_request", Arguments: args, ExpiresAt: exp, Secret: "STRIPE", Host: "api.stripe.com", Method: "POST"},
+		{ID: ids[1], CallID: "c1", Tool: "http_request", Arguments: args, ExpiresAt: exp, Secret: "OTHER", Host: "api.stripe.com", Method: "POST"},
+	}
+	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "inv", Number: 1, WhileRunning: true, Wait: wait}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := e.GetApproval(ctx, r.ID, ids[0]); err != nil || a.Secret != "STRIPE" || a.Host != "api.stripe.com" || a.Method != "POST" {
+		t.Fatalf("GetApproval = %+v, %v; want the secret, host and method kept", a, err)
+	}
+	if _, _, err := e.Decide(ctx, r.ID, ids[1], run.DecisionDeny, "key:k1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.GetRun(ctx, r.ID); len(got.SecretGrants) != 0 {
+		t.Fatalf("a denial granted %v", got.SecretGrants)
+	}
+	if _, _, err := e.Decide(ctx, r.ID, ids[0], run.DecisionApprove, "key:k1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.GetRun(ctx, r.ID); !slices.Equal(got.SecretGrants, []string{store.SecretGrant("STRIPE", "api.stripe.com")}) {
+		t.Fatalf("after the approval the run grants %v, want STRIPE for api.stripe.com", got.SecretGrants)
+	}
+}

@@ -150,6 +150,10 @@ type Run struct {
 	// (ListApprovals has them); it stays as it was when the run is
 	// cancelled while waiting.
 	PendingApprovals int
+	// SecretGrants are the secrets a person approved for a host in this
+	// run (a secret that says approve = true), each SecretGrant(name,
+	// host), in the order approved.
+	SecretGrants []string
 }
 
 // unlimited stands for "no limit" in the remaining-budget counters: far
@@ -194,6 +198,7 @@ type runRecord struct {
 	Continues  string     `dynamodbav:"continues,omitempty"`
 	Notified   bool       `dynamodbav:"notified,omitempty"`
 	AprPending int        `dynamodbav:"aprPending,omitempty"`
+	Grants     []string   `dynamodbav:"secretGrants,omitempty"`
 	// GSI2: present while the run is queued or running (see ListLapsed).
 	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
@@ -215,7 +220,7 @@ func (r runRecord) run() Run {
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
 		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified,
-		PendingApprovals: r.AprPending}
+		PendingApprovals: r.AprPending, SecretGrants: r.Grants}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}

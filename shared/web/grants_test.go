@@ -105,3 +105,58 @@ func TestWebtoolsDecidesByItself(t *testing.T) {
 	}
 	wantOK(t, scrub, "a «secret:GH_TOKEN» b "+dbPass)
 }
+
+// TestApproveSecretNeedsItsGrant: a secret that says approve = true is
+// filled only for a host the run's grant holds it for. Without the grant,
+// for another listed host, or under a grant of another secret, the call
+// is refused before any value is read and the host gets nothing.
+func TestApproveSecretNeedsItsGrant(t *testing.T) {
+	t.Parallel()
+	srv, th, _, f, src := firewallSetup(t)
+	grant := web.Grant{Fleet: "acme", Tools: []string{wire.ToolHTTPRequest}, Hosts: []string{"api.example.com", "other.example.com"},
+		Secrets: f.secrets, Approve: []string{"GH_TOKEN"}}
+	req := func(host string) wire.Request {
+		raw, _ := json.Marshal(map[string]any{"method": "POST", "url": srv.url(host, "/reflect"),
+			"headers": map[string]string{"Authorization": "Bearer «secret:GH_TOKEN»"}})
+		return wire.Request{Tool: wire.ToolHTTPRequest, Arguments: raw, RunID: "run_ok", Fleet: "acme"}
+	}
+	for _, tc := range []struct {
+		name    string
+		granted []string
+		host    string
+	}{
+		{"no grant", nil, "api.example.com"},
+		{"a grant for another host", []string{"GH_TOKEN other.example.com"}, "api.example.com"},
+		{"a grant of another secret", []string{"DB_PASS api.example.com"}, "api.example.com"},
+		{"a grant spelt as a prefix", []string{"GH_TOKEN api.example.co"}, "api.example.com"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := grant
+			g.Granted = tc.granted
+			svc := newService(t, srv, func(c *web.Config) { c.Secrets = src; c.Grants = grantsOf(g) })
+			before := src.count()
+			res, err := svc.Call(t.Context(), req(tc.host))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantError(t, res, "the secret GH_TOKEN says approve = true", "Nothing was sent")
+			if n := src.count() - before; n != 0 {
+				t.Errorf("the refused call read %d secrets", n)
+			}
+		})
+	}
+	if got := th.received("api.example.com"); strings.Contains(got, ghToken) {
+		t.Fatalf("the host received the secret from a refused call:\n%s", got)
+	}
+	g := grant
+	g.Granted = []string{"GH_TOKEN api.example.com"} // the runner's spelling: the host list's normal form
+	svc := newService(t, srv, func(c *web.Config) { c.Secrets = src; c.Grants = grantsOf(g) })
+	res, err := svc.Call(t.Context(), req("API.example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, res)
+	if !strings.Contains(th.received("API.example.com"), "Bearer "+ghToken) {
+		t.Fatal("the granted call did not reach its host with the secret")
+	}
+}

@@ -100,11 +100,19 @@ func (t *httpRequest) Run(ctx context.Context, raw json.RawMessage) (tool.Result
 		}
 	}
 
-	// 3. References: well-formed and known, before any value is read.
+	// 3. References: well-formed and known, and approved for this host
+	// where the secret asks a person, before any value is read.
+	var named []string
 	for _, text := range append(headerValues(args.Headers), args.URL, body) {
-		if _, err := inv.Secrets.Check(text); err != nil {
+		names, err := inv.Secrets.Check(text)
+		if err != nil {
 			return fail("%v. Nothing was sent", err)
 		}
+		named = append(named, names...)
+	}
+	if name := inv.unapproved(named, u.Hostname()); name != "" {
+		recorderFrom(ctx).refuse(ctx, method, u, run.RuleSecretApproval, nil)
+		return fail("refused: the secret %s says approve = true, and no person approved its use for %s in this run. Nothing was sent and no secret was read", name, u.Hostname())
 	}
 
 	// 4. Fill.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/spec"
@@ -75,6 +76,10 @@ func (t *pushover) Run(ctx context.Context, raw json.RawMessage) (tool.Result, e
 			return tool.Errorf("pushover: the fleet has no secret %s; pushover needs %s (application API token) and %s (user or group key). Nothing was sent",
 				name, PushoverTokenSecret, PushoverUserSecret), nil
 		}
+	}
+	if name := inv.unapproved([]string{PushoverTokenSecret, PushoverUserSecret}, u.Hostname()); name != "" {
+		recorderFrom(ctx).refuse(ctx, http.MethodPost, u, run.RuleSecretApproval, nil)
+		return tool.Errorf("pushover: refused: the secret %s says approve = true, and no person approved its use for %s in this run. Nothing was sent", name, u.Hostname()), nil
 	}
 	token, err := inv.Secrets.Value(ctx, PushoverTokenSecret)
 	if err != nil {

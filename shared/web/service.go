@@ -88,6 +88,10 @@ type Grant struct {
 	// ToolTimeout is the fleet's tool timeout, which bounds an MCP
 	// request; 0 means the Service's Timeout.
 	ToolTimeout time.Duration
+	// Approve are the secrets that say approve = true: each is filled only
+	// for a host Granted holds it for (store.SecretGrant's "NAME host"),
+	// which a person approved in the run.
+	Approve, Granted []string
 }
 
 // DefaultTimeout is a web tool call's time limit.
@@ -109,6 +113,27 @@ type invocation struct {
 	Timeout time.Duration
 	Tools   []string
 	Checked bool
+	// Approve and Granted are the Grant's.
+	Approve, Granted []string
+}
+
+// unapproved returns the first of names, secrets the call would fill for
+// host, that says approve = true and that no person approved for host in
+// the run; "" when there is none. host is compared as the host list
+// reads it.
+func (inv *invocation) unapproved(names []string, host string) string {
+	if len(inv.Approve) == 0 {
+		return ""
+	}
+	if h, err := fleet.NormalizeHost(host); err == nil {
+		host = h
+	}
+	for _, n := range names {
+		if slices.Contains(inv.Approve, n) && !slices.Contains(inv.Granted, n+" "+host) {
+			return n
+		}
+	}
+	return ""
 }
 
 // invocationKey holds a call's *invocation in its context.
@@ -215,7 +240,7 @@ func (s *Service) Call(ctx context.Context, req wire.Request) (tool.Result, erro
 		return tool.Result{}, fmt.Errorf("web tool %s: %w", req.Tool, err)
 	}
 	inv := &invocation{Hosts: hosts, Secrets: secret.NewSet(s.net.secrets, g.Secrets), RunID: req.RunID, Fleet: g.Fleet,
-		MCP: g.MCP, Timeout: g.ToolTimeout, Tools: g.Tools, Checked: s.grants != nil}
+		MCP: g.MCP, Timeout: g.ToolTimeout, Tools: g.Tools, Checked: s.grants != nil, Approve: g.Approve, Granted: g.Granted}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")

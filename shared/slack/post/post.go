@@ -195,6 +195,10 @@ func (p *Poster) approval(ctx context.Context, req thread.Request) error {
 	blocks := plainBlocks(text)
 	for _, a := range req.Approvals {
 		line := thread.Inert(a.Tool) + " " + a.Arguments
+		if a.Secret != "" {
+			line = fmt.Sprintf("%s wants to use the secret %s for %s %s (once approved, for the rest of the run): %s",
+				thread.Inert(a.Tool), thread.Inert(a.Secret), thread.Inert(a.Method), a.Host, a.Arguments)
+		}
 		if n := utf8.RuneCountInString(line); n > MaxTextObject-100 {
 			line = string([]rune(line)[:MaxTextObject-100]) + " …"
 		}

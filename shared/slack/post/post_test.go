@@ -275,7 +275,8 @@ func TestApprovalShowsButtons(t *testing.T) {
 	ask := req(thread.OpApproval)
 	ask.Expires = "2026-12-04 10:00 UTC"
 	ask.Approvals = []thread.Approval{{ID: "apr_1", Tool: "http_request", Arguments: thread.Inert(`{"url":"https://pay.example/"}`)},
-		{ID: "apr_2", Tool: "apply_patch", Arguments: strings.Repeat("x", 5000)}}
+		{ID: "apr_2", Tool: "apply_patch", Arguments: strings.Repeat("x", 5000)},
+		{ID: "apr_3", Tool: "http_request", Arguments: "{}", Secret: "STRIPE", Host: "api.stripe.com", Method: "POST"}}
 	if r := p.Post(ctx, ask); !r.Delivered {
 		t.Fatalf("approval = %+v", r)
 	}
@@ -301,10 +302,14 @@ func TestApprovalShowsButtons(t *testing.T) {
 		}
 	}
 	want := []string{thread.ApproveAction + "=run_01TEST apr_1", thread.DenyAction + "=run_01TEST apr_1",
-		thread.ApproveAction + "=run_01TEST apr_2", thread.DenyAction + "=run_01TEST apr_2"}
+		thread.ApproveAction + "=run_01TEST apr_2", thread.DenyAction + "=run_01TEST apr_2",
+		thread.ApproveAction + "=run_01TEST apr_3", thread.DenyAction + "=run_01TEST apr_3"}
 	if !slices.Equal(buttons, want) || m.Args["thread_ts"] != ask.ThreadTS ||
 		!strings.Contains(m.Args["text"], ask.Expires) {
 		t.Fatalf("message %+v: buttons %v, want %v in the thread", m.Args, buttons, want)
+	}
+	if !strings.Contains(m.Args["blocks"], "wants to use the secret STRIPE for POST api.stripe.com") {
+		t.Errorf("the secret's approval does not say which secret, method and host: %s", m.Args["blocks"])
 	}
 	if r := p.Post(ctx, req(thread.OpApproval)); r.Delivered {
 		t.Fatal("an approval request without approvals was posted")

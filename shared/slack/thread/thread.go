@@ -67,6 +67,11 @@ type Approval struct {
 	Tool string `json:"tool"`
 	// Arguments are the call's, screened and made inert by the runner.
 	Arguments string `json:"arguments"`
+	// Secret, Host and Method, for the use of a secret that says approve
+	// = true (Host made inert by the runner): what the person approves.
+	Secret string `json:"secret,omitempty"`
+	Host   string `json:"host,omitempty"`
+	Method string `json:"method,omitempty"`
 }
 
 // ApplyAction and DiscardAction are the action_ids of a proposal's

@@ -57,7 +57,8 @@ func (g *Store) Grant(ctx context.Context, runID, childID string) (web.Grant, er
 	if err != nil {
 		return web.Grant{}, err
 	}
-	out := web.Grant{Fleet: r.Fleet, Tools: def.Tools, Hosts: def.Hosts, Secrets: def.Secrets, MCP: def.MCP, ToolTimeout: def.Limits.ToolTimeout()}
+	out := web.Grant{Fleet: r.Fleet, Tools: def.Tools, Hosts: def.Hosts, Secrets: def.Secrets, MCP: def.MCP, ToolTimeout: def.Limits.ToolTimeout(),
+		Approve: def.ApproveSecrets, Granted: r.SecretGrants}
 	if childID == "" {
 		return out, nil
 	}
@@ -74,7 +75,8 @@ func (g *Store) Grant(ctx context.Context, runID, childID string) (web.Grant, er
 			share[name] = id
 		}
 	}
-	return web.Grant{Fleet: r.Fleet, Tools: c.Tools, Hosts: c.Hosts, Secrets: share, MCP: def.MCP, ToolTimeout: def.Limits.ToolTimeout()}, nil
+	return web.Grant{Fleet: r.Fleet, Tools: c.Tools, Hosts: c.Hosts, Secrets: share, MCP: def.MCP, ToolTimeout: def.Limits.ToolTimeout(),
+		Approve: def.ApproveSecrets, Granted: r.SecretGrants}, nil
 }
 
 // FleetSecrets returns the secret ids of fleet's current Definition.
