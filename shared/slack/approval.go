@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	goslack "github.com/slack-go/slack"
 
@@ -77,12 +78,56 @@ func (h *Handler) approvalAction(ctx context.Context, ic goslack.InteractionCall
 	if resume {
 		h.startRunner(ctx, runID)
 		text += " The run goes on."
+		h.closeApprovals(ctx, channel, ic, runID)
 	} else {
 		text += " The run waits on its other approvals."
 	}
 	h.answer(ctx, channel, where, text)
 	return nil
 }
+
+// Updater replaces a message's text and blocks (chat.update). The Handler
+// finds it on its Poster, to take the buttons off an approval message once
+// every approval on it is decided.
+type Updater interface {
+	Update(ctx context.Context, channel, ts, text string) error
+}
+
+// closeApprovals replaces the approval message the button was on with
+// what became of each approval of the run: none is pending any more, so
+// its buttons can decide nothing.
+func (h *Handler) closeApprovals(ctx context.Context, channel string, ic goslack.InteractionCallback, runID string) {
+	u, ok := h.cfg.Post.(Updater)
+	ts := ic.Container.MessageTs
+	if ts == "" {
+		ts = ic.Message.Timestamp
+	}
+	if !ok || ts == "" {
+		return
+	}
+	all, err := h.cfg.Store.ListApprovals(ctx, runID)
+	if err != nil {
+		h.log.Warn("slack: the approvals to show could not be read", "run_id", runID, "error", err)
+		return
+	}
+	lines := []string{"Decided:"}
+	for _, a := range all {
+		what := a.Tool
+		if a.Secret != "" {
+			what = fmt.Sprintf("%s with the secret %s for %s %s", a.Tool, a.Secret, a.Method, a.Host)
+		}
+		lines = append(lines, fmt.Sprintf("%s (%s): %s by %s", what, a.ID, decided[a.Status], a.By))
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReplyTimeout)
+	defer cancel()
+	if err := u.Update(ctx, channel, ts, strings.Join(lines, "\n")); err != nil {
+		h.log.Warn("slack: the approval message keeps its buttons", "run_id", runID, "error", err)
+	}
+}
+
+// decided is how the approval message says what became of an approval.
+var decided = map[run.Decision]string{run.DecisionApprove: "approved", run.DecisionDeny: "denied", run.DecisionExpired: "expired",
+	run.DecisionPending: "pending"}
 
 // mayApprove reports whether user may decide approvals of fleetName's runs
 // from Slack: only the people and user groups on its [x-agentsfleet.slack]

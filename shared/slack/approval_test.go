@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	goslack "github.com/slack-go/slack"
 
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -96,8 +97,16 @@ func TestApprovalButtons(t *testing.T) {
 	if eph := e.slack.ephemerals(); len(eph) != 3 || !strings.Contains(eph[2].Text, "decided already") {
 		t.Fatalf("ephemeral messages = %+v, want a third saying it was decided already", eph)
 	}
-	// The last decision starts the runner again.
-	e.deliver(decideBy(t, thread.ApproveAction, id, ids[1], "U0LEAD001", channel))
+	// The last decision starts the runner again, and takes the buttons
+	// off the message they were on.
+	_, msgTS, err := e.slack.Client().PostMessage(channel, goslack.MsgOptionText("This run waits for a person", false), goslack.MsgOptionTS(threadTS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := decideBy(t, thread.ApproveAction, id, ids[1], "U0LEAD001", channel)
+	form, _ := url.ParseQuery(string(body(t, last)))
+	setBody(&last, []byte("payload="+url.QueryEscape(strings.ReplaceAll(form.Get("payload"), "1796123397.000200", msgTS))))
+	e.deliver(last)
 	if r := e.run(id); r.Status != store.StatusRunning || r.PendingApprovals != 0 {
 		t.Fatalf("after the last decision the run is %s with %d pending, want running", r.Status, r.PendingApprovals)
 	}
@@ -105,10 +114,15 @@ func TestApprovalButtons(t *testing.T) {
 	if got := e.invoked.Load(); got != started+1 {
 		t.Fatalf("the runner was started %d times after the last decision, want once", got-started)
 	}
+	upd := e.slack.Last("chat.update")
+	if upd.Error != "" || upd.Args["ts"] != msgTS || strings.Contains(upd.Args["blocks"], thread.ApproveAction) ||
+		!strings.Contains(upd.Args["text"], "denied by slack:T0TEAM123/U0LEAD001") || !strings.Contains(upd.Args["text"], "approved by slack:T0TEAM123/U0LEAD001") {
+		t.Fatalf("chat.update = %+v; want the approval message to say what was decided, without buttons", upd)
+	}
 	posts := e.slack.Posts()
-	if len(posts) != 2 || !strings.Contains(posts[0].Text, "Denied by <@U0LEAD001>") || !strings.Contains(posts[0].Text, "waits on its other") ||
-		!strings.Contains(posts[1].Text, "Approved by <@U0LEAD001>") || !strings.Contains(posts[1].Text, "goes on") || posts[1].ThreadTS != threadTS {
-		t.Fatalf("posts = %+v, want the denial and then the approval answered in the thread", posts)
+	if len(posts) != 3 || !strings.Contains(posts[0].Text, "Denied by <@U0LEAD001>") || !strings.Contains(posts[0].Text, "waits on its other") ||
+		!strings.Contains(posts[2].Text, "Approved by <@U0LEAD001>") || !strings.Contains(posts[2].Text, "goes on") || posts[2].ThreadTS != threadTS {
+		t.Fatalf("posts = %+v, want the denial, the test's approval message, then the approval answered in the thread", posts)
 	}
 }
 

@@ -209,6 +209,16 @@ func (p *WebPoster) GroupMembers(ctx context.Context, group string) ([]string, e
 	return members, nil
 }
 
+// Update replaces the message ts of channel with text, in one plain
+// section (its buttons gone), with chat.update.
+func (p *WebPoster) Update(ctx context.Context, channel, ts, text string) error {
+	section := goslack.NewSectionBlock(goslack.NewTextBlockObject(goslack.PlainTextType, text, false, false), nil, nil)
+	if _, _, _, err := p.client.UpdateMessageContext(ctx, channel, ts, goslack.MsgOptionText(text, false), goslack.MsgOptionBlocks(section)); err != nil {
+		return fmt.Errorf("update Slack message %s/%s: %w", channel, ts, err)
+	}
+	return nil
+}
+
 // Reply posts text in the thread with chat.postMessage. Slack's refusal
 // (not_in_channel, channel_not_found, …) comes back as the error.
 func (p *WebPoster) Reply(ctx context.Context, channel, threadTS, text string) error {
