@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -124,9 +125,9 @@ func refsIn(raw json.RawMessage) []string {
 				walk(e)
 			}
 		case map[string]any:
-			for k, e := range v {
+			for _, k := range slices.Sorted(maps.Keys(v)) { // the same order every time
 				out = append(out, secret.Refs(k)...)
-				walk(e)
+				walk(v[k])
 			}
 		}
 	}

@@ -74,7 +74,11 @@ func (h *Handler) approvalAction(ctx context.Context, ic goslack.InteractionCall
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("%s by <@%s>: %s (%s).", verb, user, a.Tool, a.ID)
+	what := a.Tool
+	if a.Secret != "" {
+		what = fmt.Sprintf("%s's use of the secret %s for %s", a.Tool, a.Secret, thread.Inert(a.Host))
+	}
+	text := fmt.Sprintf("%s by <@%s>: %s (%s).", verb, user, what, a.ID)
 	if resume {
 		h.startRunner(ctx, runID)
 		text += " The run goes on."
