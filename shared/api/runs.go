@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api/wire"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
-	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/scope"
@@ -251,8 +250,7 @@ func (a *API) decideApproval(r *http.Request, k store.Key) (int, any, error) {
 // startRunner starts a runner invocation for run id. A start that fails
 // is logged: the lapsed sweep starts a running run nobody holds.
 func (a *API) startRunner(ctx context.Context, id string) {
-	payload, _ := json.Marshal(run.Payload{RunID: id})
-	if err := a.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
+	if err := start.Invoke(ctx, a.cfg.Invoker, id); err != nil {
 		a.log.Error("start the runner for a run", "run_id", id, "error", err)
 	}
 }

@@ -52,6 +52,10 @@ const (
 // DecidedByExpiry is the By of an approval that expired.
 const DecidedByExpiry = "agentsfleet (expired)"
 
+// SecretGrant is how a run's grants name the approved use of secret for
+// host (store.Run.SecretGrants, which the webtools function checks).
+func SecretGrant(secret, host string) string { return secret + " " + host }
+
 // MaxApprovalNote bounds a decision's note, in bytes.
 const MaxApprovalNote = 2000
 

@@ -97,7 +97,7 @@ func (x *execution) secretAsks(call model.ToolCall) []ask {
 	}
 	var out []ask
 	for _, name := range names {
-		if !slices.Contains(x.def.ApproveSecrets, name) || slices.Contains(x.run.SecretGrants, store.SecretGrant(name, host)) ||
+		if !slices.Contains(x.def.ApproveSecrets, name) || slices.Contains(x.run.SecretGrants, run.SecretGrant(name, host)) ||
 			slices.ContainsFunc(out, func(a ask) bool { return a.secret == name }) {
 			continue
 		}

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
-	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
 )
 
@@ -148,8 +147,7 @@ func (h *Handler) mayApprove(ctx context.Context, fleetName, user string) (ok bo
 // startRunner starts a runner invocation for run id. A start that fails is
 // logged: the lapsed sweep starts a running run that nobody holds.
 func (h *Handler) startRunner(ctx context.Context, id string) {
-	payload, _ := json.Marshal(run.Payload{RunID: id})
-	if err := h.cfg.Invoker.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
+	if err := start.Invoke(ctx, h.cfg.Invoker, id); err != nil {
 		h.log.Error("slack: start the runner", "run_id", id, "error", err)
 	}
 }

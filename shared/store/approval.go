@@ -252,24 +252,20 @@ func (s *Store) Decide(ctx context.Context, runID, id string, decision run.Decis
 	if err := s.commit(ctx, t); err != nil {
 		return Approval{}, false, fmt.Errorf("decide approval %s of run %s: %w", id, runID, err)
 	}
-	if a, err = s.GetApproval(ctx, runID, id); err != nil {
-		return Approval{}, false, err
-	}
+	a = cur
+	a.Status, a.By, a.Note, a.DecidedAt = decision, by, note, now
 	resume, err = s.resumeWaiting(ctx, runID, now)
 	return a, resume, err
 }
 
-// grant adds "secret host" to the run's SecretGrants.
+// grant adds run.SecretGrant(secret, host) to the run's SecretGrants.
 func (w *write) grant(secret, host string) *write {
 	p := w.n("secretGrants")
-	one := w.v(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: SecretGrant(secret, host)}}})
+	one := w.v(&types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: run.SecretGrant(secret, host)}}})
 	none := w.v(&types.AttributeValueMemberL{Value: []types.AttributeValue{}})
 	w.sets = append(w.sets, p+" = list_append(if_not_exists("+p+", "+none+"), "+one+")")
 	return w
 }
-
-// SecretGrant is how Run.SecretGrants names the grant of secret for host.
-func SecretGrant(secret, host string) string { return secret + " " + host }
 
 // undecidable says why approval id cannot be decided now, from the item
 // its failed condition sent back.

@@ -201,7 +201,7 @@ func TestSecretApprovalGrants(t *testing.T) {
 	if _, _, err := e.Decide(ctx, r.ID, ids[0], run.DecisionApprove, "key:k1", ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.GetRun(ctx, r.ID); !slices.Equal(got.SecretGrants, []string{store.SecretGrant("STRIPE", "api.stripe.com")}) {
+	if got, _ := e.GetRun(ctx, r.ID); !slices.Equal(got.SecretGrants, []string{run.SecretGrant("STRIPE", "api.stripe.com")}) {
 		t.Fatalf("after the approval the run grants %v, want STRIPE for api.stripe.com", got.SecretGrants)
 	}
 }

@@ -151,7 +151,7 @@ type Run struct {
 	// cancelled while waiting.
 	PendingApprovals int
 	// SecretGrants are the secrets a person approved for a host in this
-	// run (a secret that says approve = true), each SecretGrant(name,
+	// run (a secret that says approve = true), each run.SecretGrant(name,
 	// host), in the order approved.
 	SecretGrants []string
 }

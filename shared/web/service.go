@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/secret"
 	"github.com/agentsfleet/agentsfleet/shared/tool"
 	"github.com/agentsfleet/agentsfleet/shared/web/egress"
@@ -89,7 +90,7 @@ type Grant struct {
 	// request; 0 means the Service's Timeout.
 	ToolTimeout time.Duration
 	// Approve are the secrets that say approve = true: each is filled only
-	// for a host Granted holds it for (store.SecretGrant's "NAME host"),
+	// for a host Granted holds it for (run.SecretGrant's "NAME host"),
 	// which a person approved in the run.
 	Approve, Granted []string
 }
@@ -129,7 +130,7 @@ func (inv *invocation) unapproved(names []string, host string) string {
 		host = h
 	}
 	for _, n := range names {
-		if slices.Contains(inv.Approve, n) && !slices.Contains(inv.Granted, n+" "+host) {
+		if slices.Contains(inv.Approve, n) && !slices.Contains(inv.Granted, run.SecretGrant(n, host)) {
 			return n
 		}
 	}

@@ -45,10 +45,21 @@ func Run(ctx context.Context, st *store.Store, inv invoke.Invoker, nr store.NewR
 		return store.Run{}, false, err
 	}
 	if created || r.Status == store.StatusQueued {
-		payload, _ := json.Marshal(run.Payload{RunID: r.ID})
-		if err := inv.Start(ctx, invoke.Runner, payload); err != nil {
-			return r, created, fmt.Errorf("start the runner on run %s: %w", r.ID, err)
+		if err := Invoke(ctx, inv, r.ID); err != nil {
+			return r, created, err
 		}
 	}
 	return r, created, nil
+}
+
+// Invoke starts the runner, asynchronously, on run id, recorded already:
+// a new run, or one that a decision or a cancel left for an invocation to
+// go on with or end. The invocation outlives ctx's cancellation (a request
+// that asked for it may end first).
+func Invoke(ctx context.Context, inv invoke.Invoker, id string) error {
+	payload, _ := json.Marshal(run.Payload{RunID: id})
+	if err := inv.Start(context.WithoutCancel(ctx), invoke.Runner, payload); err != nil {
+		return fmt.Errorf("start the runner on run %s: %w", id, err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/run"
+	"github.com/agentsfleet/agentsfleet/shared/run/start"
 	"github.com/agentsfleet/agentsfleet/shared/store"
 )
 
@@ -101,9 +102,8 @@ func (k *Keeper) expireApprovals(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("sweep: expire approvals: %w", err))
 	}
 	for _, id := range resumed {
-		payload, _ := json.Marshal(run.Payload{RunID: id})
-		if err := k.inv.Start(ctx, invoke.Runner, payload); err != nil {
-			errs = append(errs, fmt.Errorf("sweep: start run %s after its approvals expired: %w", id, err))
+		if err := start.Invoke(ctx, k.inv, id); err != nil {
+			errs = append(errs, fmt.Errorf("sweep: after its approvals expired: %w", err))
 			continue
 		}
 		k.log.Info("sweep: approvals expired; the run goes on", "run_id", id)
