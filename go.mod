@@ -83,3 +83,7 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
+
+// The validator of declared tools' schemas, with its meta-schemas compiled
+// on first use instead of in an init function: see third_party/jsonschema.
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

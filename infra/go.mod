@@ -88,3 +88,5 @@ require (
 )
 
 replace github.com/agentsfleet/agentsfleet => ../
+
+replace github.com/santhosh-tekuri/jsonschema/v6 => ../third_party/jsonschema

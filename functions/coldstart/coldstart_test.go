@@ -1,6 +1,7 @@
 package coldstart
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -414,6 +416,49 @@ func TestEachFunctionLinksItsOwn(t *testing.T) {
 			if slices.Contains(deps, pkg) {
 				t.Errorf("the %s function links %s, which a function starting runs must not", name, pkg)
 			}
+		}
+	}
+}
+
+// maxInitAllocs is the most allocations one package's initialisation may
+// make in a function. The largest today are the SDK's generated schemas
+// of the services a function calls (ECS's, some 5,000); the JSON Schema
+// validator's drafts, compiled in its init upstream, were 21,000 and 7 ms
+// of every cold start (see third_party/jsonschema).
+const maxInitAllocs = 10_000
+
+// TestNoHeavyPackageInit: no package linked into a function does much at
+// initialisation, which every cold start pays whether or not a request
+// needs it. It reads the runtime's own account (GODEBUG=inittrace=1),
+// which counts allocations, not time.
+func TestNoHeavyPackageInit(t *testing.T) {
+	t.Parallel()
+	for _, name := range functions {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, filepath.Join(built, name))
+		// Outside Lambda the binary stops once initialised: it finds no
+		// runtime API to ask for work.
+		cmd.Env = []string{"GODEBUG=inittrace=1", "HOME=" + t.TempDir()}
+		out, _ := cmd.CombinedOutput()
+		cancel()
+		seen := 0
+		for line := range strings.Lines(string(out)) {
+			// init PKG @T ms, C ms clock, B bytes, A allocs
+			f := strings.Fields(line)
+			if len(f) != 11 || f[0] != "init" || f[10] != "allocs" {
+				continue
+			}
+			seen++
+			allocs, err := strconv.Atoi(f[9])
+			if err != nil {
+				t.Fatalf("%s: inittrace line %q: %v", name, line, err)
+			}
+			if allocs > maxInitAllocs {
+				t.Errorf("the %s function's package %s makes %d allocations at initialisation (at most %d): make it do that work on first use", name, f[1], allocs, maxInitAllocs)
+			}
+		}
+		if seen == 0 {
+			t.Fatalf("%s printed no inittrace lines:\n%s", name, out)
 		}
 	}
 }

@@ -275,3 +275,41 @@ func TestReferenceDeclaresATool(t *testing.T) {
 		t.Fatal("examples/reference.toml declares no run_tests")
 	}
 }
+
+// TestSchemaDrafts: a schema is checked against the meta-schema of the
+// draft its $schema names, each compiled on first use (third_party/
+// jsonschema), and arguments are validated by that draft's rules.
+func TestSchemaDrafts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, schema string
+		compiles     bool
+		args, want   string
+	}{
+		{"draft 4's boolean exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"integer","minimum":0,"exclusiveMinimum":true}}}`, true,
+			`{"n":0}`, "at /n: exclusiveMinimum: got 0, want 0"},
+		{"draft 4 refuses a numeric exclusiveMinimum", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"exclusiveMinimum":1}}}`, false, "", ""},
+		{"draft 6", `{"$schema":"http://json-schema.org/draft-06/schema#","type":"object","propertyNames":{"maxLength":2}}`, true,
+			`{"abc":1}`, "at (the arguments): invalid propertyName 'abc'"},
+		{"draft 7 refuses an unknown type", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"type":"integr"}}}`, false, "", ""},
+		{"draft 2019-09", `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","dependentRequired":{"a":["b"]}}`, true,
+			`{"a":1}`, "at (the arguments): properties 'b' required, if 'a' exists"},
+		{"draft 2020-12 refuses a negative minProperties", `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","minProperties":-1}`, false, "", ""},
+	}
+	for _, tt := range tests {
+		s, err := fleet.CompileSchema("t", json.RawMessage(tt.schema))
+		if !tt.compiles {
+			if err == nil || !strings.Contains(err.Error(), "not a valid JSON Schema") {
+				t.Errorf("%s: CompileSchema = %v, want it refused as not a valid JSON Schema", tt.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: CompileSchema: %v", tt.name, err)
+			continue
+		}
+		if got := s.Check(json.RawMessage(tt.args)); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s: Check(%s) = %q, want %q", tt.name, tt.args, got, tt.want)
+		}
+	}
+}
