@@ -101,12 +101,11 @@ func (t *Glob) Run(ctx context.Context, raw json.RawMessage) (tool.Result, error
 		defer cancel()
 	}
 	w := &globWalk{
-		ctx:      ctx,
-		limit:    limit,
-		prefix:   display(t.roots, filepath.Join(rv.Root.Path, start)),
-		baseOnly: !strings.Contains(pattern, "/"),
-		pattern:  rest,
-		permits:  make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		ctx:     ctx,
+		limit:   limit,
+		prefix:  display(t.roots, filepath.Join(rv.Root.Path, start)),
+		match:   globMatcher(rest, !strings.Contains(pattern, "/")),
+		permits: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 	top := newListing("")
 	top.read(w, dir)
@@ -172,15 +171,14 @@ func noGlobMatch(pattern, shown string) string {
 // ahead of the walk on other goroutines (at most prefetch at a time), so
 // the walk keeps its order and stops early, yet uses more than one CPU.
 type globWalk struct {
-	ctx      context.Context
-	limit    int
-	prefix   string // how the start directory is shown
-	baseOnly bool   // match the pattern against names, not paths
-	pattern  string
-	found    []string
-	cut      bool
-	stopped  error         // why the walk stopped early, other than the limit
-	permits  chan struct{} // bounds the directories read ahead
+	ctx     context.Context
+	limit   int
+	prefix  string                      // how the start directory is shown
+	match   func(rel, name string) bool // the pattern (globMatcher)
+	found   []string
+	cut     bool
+	stopped error         // why the walk stopped early, other than the limit
+	permits chan struct{} // bounds the directories read ahead
 }
 
 // prefetchAhead is how many subdirectories of a directory are read ahead.
@@ -216,11 +214,7 @@ func (l *listing) read(w *globWalk, root *os.Root) {
 			}
 			continue
 		}
-		subject := e.name
-		if !w.baseOnly {
-			subject = joinRel(l.rel, e.name)
-		}
-		if doublestar.MatchUnvalidated(w.pattern, subject) {
+		if w.match(l.rel, e.name) {
 			keep = append(keep, e)
 		}
 	}
