@@ -343,10 +343,13 @@ func TestSandboxdCannotBeSignalled(t *testing.T) {
 		if os.Geteuid() == 0 {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: []uint32{}}}
 		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("sandboxd stand-in (seccomp %s): %v, output %q", seccomp, err, out)
+			t.Fatalf("sandboxd stand-in (seccomp %s): %v, output %q %s", seccomp, err, out, stderr.String())
 		}
+		t.Logf("seccomp %s: %s", seccomp, strings.TrimSpace(stderr.String()))
 		var got map[string][]string
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("sandboxd stand-in output %q: %v", out, err)

@@ -335,8 +335,18 @@ func helperSandboxdSignals(args []string) int {
 		<-stop
 	}()
 	<-started
+	// As sandboxd does: threads started together, whose consecutive ids
+	// the filter tests as ranges.
+	ReserveThreads(4 * minRange)
 	p := &Policy{ReadOnly: []string{filepath.Dir(os.Args[0])}, noSeccomp: args[0] == "off"}
 	g := currentGuard()
+	ranges := 0
+	for _, conj := range idTests(g.TIDs) {
+		if len(conj) == 2 {
+			ranges++
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%d threads, %d ranges of consecutive ids\n", len(g.TIDs), ranges)
 	targets := []string{strconv.Itoa(g.PID)}
 	for _, tid := range g.TIDs {
 		targets = append(targets, strconv.Itoa(tid))

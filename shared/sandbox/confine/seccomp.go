@@ -138,10 +138,13 @@ func conditional(g guard) []condRule {
 			ids, procs = append(ids, pid), append(procs, pid)
 		}
 	}
-	var self, targets [][]cmp // any id that stands for sandboxd; a process id
-	for _, id := range ids {
-		self = append(self, eq(0, uint32(id)))
-	}
+	// Any id that stands for sandboxd, as argument 0: its threads were
+	// mostly started together (ReserveThreads), so their ids are runs of
+	// consecutive numbers, each tested as a range rather than one by one.
+	// That keeps the filter short, and the kernel compiles it again for
+	// every command.
+	self := idTests(ids)
+	var targets [][]cmp // a process id
 	for _, pid := range procs {
 		targets = append(targets, eq(0, uint32(pid)))
 	}
@@ -151,20 +154,23 @@ func conditional(g guard) []condRule {
 		targets = append(targets, group...)
 	}
 	killTargets := append(append(slices.Clone(self), group...), eq(0, 0xffffffff)) // kill(-1)
-	// which == w and who (arg1) names sandboxd, for each of its ids.
-	whoIs := func(w uint32, who [][]cmp) [][]cmp {
+	// first holds and the id tests hold of argument arg.
+	when := func(first cmp, arg int, tests [][]cmp) [][]cmp {
 		var out [][]cmp
-		for _, id := range who {
-			out = append(out, []cmp{lo(0, bpf.JumpEqual, w), lo(1, bpf.JumpEqual, id[0].val)})
+		for _, conj := range tests {
+			c := []cmp{first}
+			for _, t := range conj {
+				t.arg = arg
+				c = append(c, t)
+			}
+			out = append(out, c)
 		}
 		return out
 	}
-	owners := [][]cmp{eq(1, fSetownEx)}
-	for _, t := range append(slices.Clone(self), group...) {
-		owners = append(owners, []cmp{lo(1, bpf.JumpEqual, fSetown), lo(2, bpf.JumpEqual, t[0].val)})
-	}
-	priority := append(append(whoIs(prioProcess, self), whoIs(prioPgrp, [][]cmp{eq(0, uint32(g.PGID))})...), eq(0, prioUser))
-	ioPriority := append(append(whoIs(ioprioProcess, self), whoIs(ioprioPgrp, [][]cmp{eq(0, uint32(g.PGID))})...), eq(0, ioprioUser))
+	owners := append([][]cmp{eq(1, fSetownEx)}, when(lo(1, bpf.JumpEqual, fSetown), 2, append(slices.Clone(self), group...))...)
+	pgrp := [][]cmp{eq(0, uint32(g.PGID))}
+	priority := append(append(when(lo(0, bpf.JumpEqual, prioProcess), 1, self), when(lo(0, bpf.JumpEqual, prioPgrp), 1, pgrp)...), eq(0, prioUser))
+	ioPriority := append(append(when(lo(0, bpf.JumpEqual, ioprioProcess), 1, self), when(lo(0, bpf.JumpEqual, ioprioPgrp), 1, pgrp)...), eq(0, ioprioUser))
 	rules = append(rules,
 		condRule{"kill", killTargets, retEPERM},
 		condRule{"tgkill", targets, retEPERM},
@@ -178,6 +184,37 @@ func conditional(g guard) []condRule {
 		rules = append(rules, condRule{name, self, retEPERM})
 	}
 	return rules
+}
+
+// minRange is the shortest run of consecutive ids tested as a range (two
+// comparisons in a group of its own, six instructions); a shorter run's
+// ids are tested one by one (one comparison each in a shared group).
+const minRange = 8
+
+// idTests returns the tests of argument 0 that hold exactly when it is one
+// of ids: an equality for each id outside a long run of consecutive ones,
+// then each such run as a range. Only the lower half of the argument is
+// compared (pid_t is an int).
+func idTests(ids []int) [][]cmp {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	var single, ranges [][]cmp
+	for i := 0; i < len(sorted); {
+		j := i + 1
+		for j < len(sorted) && sorted[j] == sorted[j-1]+1 {
+			j++
+		}
+		if j-i >= minRange {
+			ranges = append(ranges, []cmp{lo(0, bpf.JumpGreaterOrEqual, uint32(sorted[i])), lo(0, bpf.JumpLessOrEqual, uint32(sorted[j-1]))})
+		} else {
+			for _, id := range sorted[i:j] {
+				single = append(single, []cmp{lo(0, bpf.JumpEqual, uint32(id))})
+			}
+		}
+		i = j
+	}
+	return append(single, ranges...)
 }
 
 // sysTable is an architecture's audit id and the numbers of the calls the

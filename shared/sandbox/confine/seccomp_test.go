@@ -277,3 +277,69 @@ func TestNativeTable(t *testing.T) {
 		t.Error("the filters built from the two tables differ")
 	}
 }
+
+// TestSeccompFilterRanges: sandboxd's ids tested as runs of consecutive
+// numbers refuse every id of a run and none either side of it, in every
+// call that names sandboxd, whatever the upper half of the argument.
+func TestSeccompFilterRanges(t *testing.T) {
+	t.Parallel()
+	var tids []int
+	for id := 5000; id < 5100; id++ { // a long run, tested as a range
+		tids = append(tids, id)
+	}
+	tids = append(tids, 6001, 6003, 7000, 7001, 7002, 5050) // ids alone, a short run, a repeat
+	g := guard{PID: 4999 - minRange, PGID: 4200, TIDs: tids, PPID: 4100}
+	refused := []int{4999 - minRange, 5000, 5001, 5049, 5098, 5099, 6001, 6003, 7000, 7002}
+	allowed := []int{4999, 5100, 6000, 6002, 6004, 6999, 7003, 4998 - minRange}
+	prog, err := buildFilter(tableOf(arch.X86_64), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatalf("the filter is not valid BPF: %v", err)
+	}
+	nr := func(name string) uint32 { return uint32(arch.X86_64.SyscallNames[name]) }
+	calls := map[string]func(id uint64) []byte{
+		"kill":               func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("kill"), id, 9) },
+		"tkill":              func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("tkill"), id, 9) },
+		"prlimit64":          func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("prlimit64"), id, unix.RLIMIT_NOFILE) },
+		"sched_setaffinity":  func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("sched_setaffinity"), id, 8, 0) },
+		"rt_sigqueueinfo":    func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("rt_sigqueueinfo"), id, 9) },
+		"setpriority":        func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("setpriority"), prioProcess, id, 19) },
+		"ioprio_set":         func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("ioprio_set"), ioprioProcess, id, 0) },
+		"fcntl F_SETOWN":     func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("fcntl"), 3, fSetown, id) },
+		"sched_setscheduler": func(id uint64) []byte { return seccompData(arch.X86_64.ID, nr("sched_setscheduler"), id, 0, 0) },
+	}
+	for name, call := range calls {
+		for _, upper := range []uint64{0, 1 << 32} {
+			for _, want := range []struct {
+				ids []int
+				ret uint32
+			}{{refused, retEPERM}, {allowed, retAllow}} {
+				for _, id := range want.ids {
+					got, err := vm.Run(call(upper | uint64(id)))
+					if err != nil {
+						t.Fatalf("%s %d: %v", name, id, err)
+					}
+					if uint32(got) != want.ret {
+						t.Errorf("%s of %d (upper half %#x): got %s, want %s", name, id, upper>>32, action(uint32(got)), action(want.ret))
+					}
+				}
+			}
+		}
+	}
+	// The setpriority and ioprio_set refusals are for the "which" that
+	// names a process: a process group of the same number is another one.
+	if got, _ := vm.Run(seccompData(arch.X86_64.ID, nr("setpriority"), prioPgrp, 5050, 19)); uint32(got) != retAllow {
+		t.Errorf("setpriority of process group 5050: got %s, want ALLOW", action(uint32(got)))
+	}
+	// A run is two comparisons, not one per id.
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > 600 {
+		t.Errorf("the filter is %d instructions for %d ids, want at most 600", len(raw), len(tids))
+	}
+}
