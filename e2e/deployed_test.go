@@ -415,6 +415,7 @@ func TestDeployedEndToEnd(t *testing.T) {
 	if n := dp.Invocations("runner"); n < 2 {
 		t.Errorf("the runner was invoked %d times, want the run's and its child's at least", n)
 	}
+	checkRunMetrics(t, dp.Metrics("runner"), runID)
 
 	// The completion callback, signed.
 	waitFor(t, "the completion callback", func() bool { callbacks.Lock(); defer callbacks.Unlock(); return len(callbacks.got) > 0 })
@@ -695,5 +696,63 @@ func TestDeployedPoolItemsRunnerOnly(t *testing.T) {
 		if want := map[bool]int{true: 0, false: 3}[fn == "runner"]; denied[fn] != want {
 			t.Errorf("the template denies the %s function %d of its requests for the pool's items, want %d", fn, denied[fn], want)
 		}
+	}
+}
+
+// checkRunMetrics: the runner function's log holds, as CloudWatch Logs
+// would read it, the run's metrics (package metrics): its start from the
+// API, its end, its bash calls with their latency, its sandbox claim, its
+// model calls, and its child's read, under the child's id.
+func checkRunMetrics(t *testing.T, docs []map[string]any, runID string) {
+	t.Helper()
+	sum := map[string]float64{} // "Metric Dim=Value" → total, for the run
+	childRead := false
+	for _, doc := range docs {
+		if doc["run_id"] != runID {
+			continue
+		}
+		directives, _ := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)
+		if len(directives) != 1 {
+			t.Fatalf("a document has %d directives: %v", len(directives), doc)
+		}
+		d := directives[0].(map[string]any)
+		if d["Namespace"] != "agentsfleet" {
+			t.Errorf("namespace %v", d["Namespace"])
+		}
+		dim := d["Dimensions"].([]any)[0].([]any)[0].(string)
+		for _, m := range d["Metrics"].([]any) {
+			name := m.(map[string]any)["Name"].(string)
+			v, ok := doc[name].(float64)
+			if !ok {
+				t.Errorf("metric %s has no number in its document: %v", name, doc)
+			}
+			sum[name+" "+dim+"="+fmt.Sprint(doc[dim])] += v
+			if name == "ToolCalls" && doc[dim] == "read" && doc["child_id"] != nil {
+				childRead = true
+			}
+		}
+	}
+	for k, want := range map[string]float64{"RunsStarted Source=api": 1, "RunsEnded Status=succeeded": 1, "ToolCalls Tool=bash": 2, "ToolErrors Tool=bash": 1} {
+		if sum[k] != want {
+			t.Errorf("%s = %v for the run, want %v; the runner's metrics: %v", k, sum[k], want, sum)
+		}
+	}
+	if _, ok := sum["ToolLatency Tool=bash"]; !ok {
+		t.Errorf("no bash latency among %v", sum)
+	}
+	if sum["SandboxClaims Claim=warm"]+sum["SandboxClaims Claim=cold"] != 1 {
+		t.Errorf("the run's sandbox claims: %v, want one, warm or cold", sum)
+	}
+	calls := 0.0
+	for k, v := range sum {
+		if strings.HasPrefix(k, "ModelCalls Model=") {
+			calls += v
+		}
+	}
+	if calls < 5 { // the run's turns: five tool steps and the answer
+		t.Errorf("%v model calls among %v, want the run's turns", calls, sum)
+	}
+	if !childRead {
+		t.Errorf("the child's read is not among the metrics under its child_id")
 	}
 }

@@ -147,6 +147,11 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintf(out, "extensions     declared tools and setup steps in the local sandboxes; remote MCP servers through the webtools function\n")
 	fmt.Fprintln(out, "improvements   chats on the in-process runner's agent: bin/agentsfleet improve FLEET, bin/agentsfleet revisions FLEET")
+	if st.Metrics {
+		fmt.Fprintln(out, "metrics        the runs' CloudWatch metrics, printed as EMF documents (AGENTSFLEET_METRICS=on)")
+	} else {
+		fmt.Fprintln(out, "metrics        off here (AGENTSFLEET_METRICS=on prints the EMF documents the runner λ logs)")
+	}
 	fmt.Fprintf(out, "not built yet  %s\n", notBuilt)
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 
@@ -188,7 +193,7 @@ const tryFleet = "reference-fleet"
 
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "self-managed runners, the web console and telemetry, repositories and pull requests"
+const notBuilt = "self-managed runners, the web console, OpenTelemetry traces and cost per run, repositories and pull requests"
 
 // tryLines are three things to try against dev at base: a run started
 // with curl, one with the CLI, and a signed webhook delivery (the secret in

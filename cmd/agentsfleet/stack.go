@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/improve"
 	"github.com/agentsfleet/agentsfleet/shared/improve/agent"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/metrics"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -60,8 +62,10 @@ type stack struct {
 	Store    *store.Store
 	Funcs    *invoke.Local
 	Runner   *runner.Runner
-	Model    provider.Chosen
-	Sandbox  *local.Launcher
+	// Metrics says the runner writes its metrics (AGENTSFLEET_METRICS=on).
+	Metrics bool
+	Model   provider.Chosen
+	Sandbox *local.Launcher
 	// API is the HTTP API over the stack (agentsfleet dev serves it).
 	API *api.API
 	// Schedules keeps the fleets' schedules in the emulator's Scheduler;
@@ -281,6 +285,13 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		}
 	}
 
+	// Off unless AGENTSFLEET_METRICS=on: then the EMF documents a
+	// deployment's log would hold are printed.
+	sink, err := metrics.FromEnv(getenv, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	s.Metrics = sink != nil
 	s.Runner, err = runner.New(runner.Config{
 		Store:        s.Store,
 		Model:        s.Model.Model,
@@ -300,6 +311,7 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		Callbacks:     callbacks,
 		Schedules:     s.Schedules.Book(),
 		Observer:      o.Observer,
+		Metrics:       sink,
 		Log:           log,
 	})
 	if err != nil {

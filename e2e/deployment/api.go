@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,6 +85,16 @@ func (d *Deployment) Completed(short string) int64 {
 		return f.completed.Load()
 	}
 	return 0
+}
+
+// Metrics are the EMF documents the function short has written to its
+// output so far, each as its members: what CloudWatch Logs would turn
+// into metrics.
+func (d *Deployment) Metrics(short string) []map[string]any {
+	f := d.function(short)
+	f.metricsMu.Lock()
+	defer f.metricsMu.Unlock()
+	return slices.Clone(f.metrics)
 }
 
 // Calls are the AWS requests the function short made, in order.

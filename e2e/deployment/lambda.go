@@ -51,6 +51,11 @@ type function struct {
 	waiting    int // invocations not yet taken
 
 	invocations, completed atomic.Int64
+
+	// metrics are the EMF documents of its output, as CloudWatch Logs
+	// extracts them.
+	metricsMu sync.Mutex
+	metrics   []map[string]any
 }
 
 // invocation is one invocation on its way through a container.
@@ -370,10 +375,30 @@ func (f *function) logf(format string, a ...any) {
 }
 
 // prefixWriter copies a function's output to the deployment's log, the
-// function's logical id before each line.
-type prefixWriter struct{ f *function }
+// function's logical id before each line, and keeps its EMF documents: a
+// line that is a JSON object with an _aws member (CloudWatch Logs reads
+// such a line as metrics).
+type prefixWriter struct {
+	f       *function
+	partial []byte // a line not yet ended
+}
 
 func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := w.partial[:i]
+		w.partial = w.partial[i+1:]
+		var doc map[string]any
+		if bytes.HasPrefix(line, []byte("{")) && json.Unmarshal(line, &doc) == nil && doc["_aws"] != nil {
+			w.f.metricsMu.Lock()
+			w.f.metrics = append(w.f.metrics, doc)
+			w.f.metricsMu.Unlock()
+		}
+	}
 	if out := w.f.d.opts.Log; out != nil {
 		var b bytes.Buffer
 		for _, line := range strings.SplitAfter(string(p), "\n") {

@@ -27,6 +27,8 @@
 //	AGENTSFLEET_SCHEDULE_GROUP        the schedule tools' Scheduler group, target (the schedule
 //	AGENTSFLEET_SCHEDULE_TARGET_ARN   function) and role: all three, or none and the schedule
 //	AGENTSFLEET_SCHEDULE_ROLE_ARN     tools answer that schedules are not configured
+//	AGENTSFLEET_METRICS               on (the default in Lambda) or off: the runs' CloudWatch metrics,
+//	                                  EMF documents on stdout (shared/metrics)
 //	AGENTSFLEET_TEST_ALLOW_ADDR       test-only, never set by the stack: a loopback address
 //	                                  callbacks may reach (shared/web/egress)
 //

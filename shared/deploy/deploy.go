@@ -18,7 +18,9 @@
 package deploy
 
 import (
+	"io"
 	"log/slog"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -40,6 +42,18 @@ type Env struct {
 	// Invoker, when set, calls the other functions instead of Lambda by
 	// the names in the settings (tests set an invoke.Local).
 	Invoker invoke.Invoker
+	// Out is where the function writes what CloudWatch Logs reads from its
+	// output beside the log (the metrics' EMF documents); nil means
+	// os.Stdout.
+	Out io.Writer
+}
+
+// Stdout is e.Out, or os.Stdout.
+func (e Env) Stdout() io.Writer {
+	if e.Out == nil {
+		return os.Stdout
+	}
+	return e.Out
 }
 
 // Logger is e.Log, or slog.Default().

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/model"
@@ -139,6 +140,7 @@ func (x *execution) summarise(ctx context.Context) error {
 			}
 		}
 	}
+	began := time.Now()
 	resp, err := x.r.cfg.Model.Converse(ctx, model.Request{
 		Model:  x.modelID(),
 		System: summaryPrompt,
@@ -151,6 +153,7 @@ func (x *execution) summarise(ctx context.Context) error {
 		}
 		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: "compacting the conversation: " + err.Error()})
 	}
+	x.recordModel(x.modelID(), resp.Usage.InputTokens, resp.Usage.OutputTokens, time.Since(began))
 	summary := strings.TrimSpace(resp.Message.Text())
 	if summary == "" {
 		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer, Message: "the model wrote no summary when the conversation had to be compacted"})

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/metrics"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/runner/control"
@@ -98,7 +100,9 @@ func (x *execution) runTools(ctx context.Context, calls []model.ToolCall) ([]mod
 			wg.Add(1)
 			go func() {
 				defer func() { <-slots; wg.Done() }()
+				began := time.Now()
 				results[k], after[k] = x.runTool(ctx, k, calls[k])
+				x.recordTool(calls[k].Name, time.Since(began), results[k].IsError)
 			}()
 		}
 		wg.Wait()
@@ -267,6 +271,13 @@ func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error)
 	sb, err := x.r.cfg.Sandboxes.Acquire(ctx, x.spec())
 	if err != nil {
 		return nil, err
+	}
+	if _, own := x.agent.(ownAgent); own { // a child shares the run's
+		claim := sb.Claim
+		if claim == "" {
+			claim = launch.ClaimCold
+		}
+		x.record(metrics.Dim{Name: metrics.DimClaim, Value: claim}, count(metrics.SandboxClaims, 1))
 	}
 	x.sandbox = sb
 	x.restoreFolder(ctx, sb)

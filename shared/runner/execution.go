@@ -183,6 +183,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 	}
 	x.loadImages(ctx)
 	x.note(Note{Thinking: true})
+	began := time.Now()
 	resp, err := x.r.cfg.Model.Converse(ctx, model.Request{
 		Model:     x.modelID(),
 		System:    x.system(),
@@ -198,6 +199,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		}
 		return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: err.Error()})
 	}
+	x.recordModel(x.modelID(), resp.Usage.InputTokens, resp.Usage.OutputTokens, time.Since(began))
 	x.st.Usage.InputTokens += resp.Usage.InputTokens
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
 	x.st.LastInput = resp.Usage.InputTokens

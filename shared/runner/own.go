@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
+	"github.com/agentsfleet/agentsfleet/shared/metrics"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/slack/thread"
@@ -116,6 +117,7 @@ func (a ownAgent) start(ctx context.Context, x *execution) error {
 	if err := x.commit(ctx, store.Step{}, newEvent(run.EventRunStarted, run.RunStarted{Fleet: x.run.Fleet, Revision: x.run.Revision, Source: x.run.Source})); err != nil {
 		return err
 	}
+	x.record(metrics.Dim{Name: metrics.DimSource, Value: string(x.run.Source)}, count(metrics.RunsStarted, 1))
 	x.show(ctx, thread.Request{Op: thread.OpWorking})
 	return nil
 }
@@ -154,6 +156,7 @@ func (a ownAgent) settle(ctx context.Context, x *execution) error {
 	if e.Error != nil {
 		reason = e.Error.Code + ": " + e.Error.Message
 	}
+	settled := true                      // by this invocation: the run's end is counted once
 	if e.Status != run.StatusCancelled { // else the canceller moved it
 		_, err := a.st.Transition(ctx, x.run.ID, e.Status, reason)
 		if errors.Is(err, fault.RunBadTransition) {
@@ -162,9 +165,13 @@ func (a ownAgent) settle(ctx context.Context, x *execution) error {
 			if run, err := a.st.GetRun(ctx, x.run.ID); err != nil || run.Notified {
 				return nil
 			}
+			settled = false
 		} else if err != nil {
 			return fmt.Errorf("runner: %w", err)
 		}
+	}
+	if settled {
+		x.record(metrics.Dim{Name: metrics.DimStatus, Value: string(e.Status)}, count(metrics.RunsEnded, 1))
 	}
 	a.notify(ctx, x)
 	return nil

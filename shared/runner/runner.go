@@ -11,6 +11,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/callback"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/metrics"
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/run"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -67,6 +68,9 @@ type Config struct {
 	// MessageTimeout is how long the message tool waits for Slack to take
 	// a line; 0 means MessageTimeout (12 seconds).
 	MessageTimeout time.Duration
+	// Metrics, when set, gets the runs' metrics (package metrics): runs
+	// started and ended, tool and model calls, sandbox claims.
+	Metrics *metrics.Sink
 	// Observer, when set, sees each run's progress as it happens: the
 	// events it commits and the model's streamed text. It must not block.
 	Observer func(Note)

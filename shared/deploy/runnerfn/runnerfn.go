@@ -17,6 +17,7 @@ import (
 	"github.com/agentsfleet/agentsfleet/shared/improve"
 	"github.com/agentsfleet/agentsfleet/shared/improve/agent"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
+	"github.com/agentsfleet/agentsfleet/shared/metrics"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch"
@@ -39,7 +40,7 @@ var calls = []invoke.Callee{
 // starts without it.
 func Settings() []setting.Var {
 	return setting.Join(store.Settings(), invoke.Settings(calls), ecs.Settings(), pool.Settings(),
-		provider.Settings(), keeper.Settings(), runner.Settings(), callback.Settings())
+		provider.Settings(), keeper.Settings(), runner.Settings(), callback.Settings(), metrics.Settings())
 }
 
 // noSandboxes is why sandbox tools cannot run in a deployment whose
@@ -87,6 +88,10 @@ func New(ctx context.Context, e deploy.Env) (*Function, error) {
 		// function's role may read the fleets' secrets (infra/stack).
 		Secrets: secret.SecretsManager{Client: secretsmanager.NewFromConfig(e.AWS)},
 		Log:     log,
+	}
+	// The metrics go to the function's log, as EMF documents on stdout.
+	if cfg.Metrics, err = metrics.FromEnv(getenv, e.Stdout()); err != nil {
+		return nil, err
 	}
 	if cfg.Lease, err = runner.LeaseFromEnv(getenv); err != nil {
 		return nil, err

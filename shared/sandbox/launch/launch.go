@@ -88,7 +88,18 @@ type Sandbox struct {
 	// agent folder of its own). The zero value means the image's defaults:
 	// DefaultAgent and the Definition's workdir.
 	Places Places
+	// Claim is how Acquire met the run (ClaimWarm, ClaimCold,
+	// ClaimResumed), as a pool knows it; "" from a launcher without one,
+	// which starts a sandbox for each run.
+	Claim string
 }
+
+// The values of Sandbox.Claim.
+const (
+	ClaimWarm    = "warm"    // an idle sandbox of the pool
+	ClaimCold    = "cold"    // one started for the run
+	ClaimResumed = "resumed" // the run's own, claimed by an earlier invocation
+)
 
 // Launcher hands runs their sandboxes. A run has at most one sandbox at a
 // time. Implementations are safe for concurrent use.

@@ -290,6 +290,7 @@ func (p *Pool) acquire(ctx context.Context, runID string, kind launch.Kind) (lau
 		sb, err := p.cfg.Starter.Connect(ctx, w)
 		if err == nil {
 			p.resumed.Add(1)
+			sb.Claim = launch.ClaimResumed
 			return w, sb, nil
 		}
 		// Dead: forget it, and give the run another.
@@ -314,6 +315,7 @@ func (p *Pool) acquire(ctx context.Context, runID string, kind launch.Kind) (lau
 		}
 		p.claimed.Add(1)
 		p.topUpLater(kind)
+		sb.Claim = launch.ClaimWarm
 		return w, sb, nil
 	}
 	p.topUpLater(kind)
@@ -331,6 +333,7 @@ func (p *Pool) acquire(ctx context.Context, runID string, kind launch.Kind) (lau
 		return launch.Warm{}, nil, wrapStart(err)
 	}
 	p.cold.Add(1)
+	sb.Claim = launch.ClaimCold
 	return w, sb, nil
 }
 

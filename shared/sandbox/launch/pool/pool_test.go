@@ -87,7 +87,8 @@ func TestConcurrentAcquiresAgainstFourIdle(t *testing.T) {
 	warm := idleIDs(t, st)
 
 	var mu sync.Mutex
-	byID := map[string]string{} // sandbox → run
+	byID := map[string]string{}   // sandbox → run
+	claims := map[string]string{} // sandbox → how it was claimed
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 10 {
@@ -108,6 +109,7 @@ func TestConcurrentAcquiresAgainstFourIdle(t *testing.T) {
 				t.Errorf("sandbox %s given to %s and %s", sb.ID, prev, run)
 			}
 			byID[sb.ID] = run
+			claims[sb.ID] = sb.Claim
 		})
 	}
 	close(start)
@@ -115,8 +117,13 @@ func TestConcurrentAcquiresAgainstFourIdle(t *testing.T) {
 
 	fromPool := 0
 	for id := range byID {
+		want := launch.ClaimCold
 		if warm[id] {
 			fromPool++
+			want = launch.ClaimWarm
+		}
+		if claims[id] != want {
+			t.Errorf("sandbox %s says it was claimed %q, want %q", id, claims[id], want)
 		}
 	}
 	if got, want := len(byID), 10; got != want {
@@ -252,6 +259,9 @@ func TestReleaseAndReacquire(t *testing.T) {
 	resumed, err := other.Acquire(ctx, spec("run-a"))
 	if err != nil || resumed.ID != sb.ID {
 		t.Fatalf("Acquire from another Pool = %v, %v; want %s", resumed, err, sb.ID)
+	}
+	if sb.Claim != launch.ClaimWarm || resumed.Claim != launch.ClaimResumed {
+		t.Errorf("claims %q then %q, want warm then resumed", sb.Claim, resumed.Claim)
 	}
 	if got := other.Stats(); got.Resumed != 1 || got.Claimed != 0 || got.Cold != 0 {
 		t.Errorf("other Stats = %+v, want 1 resumed only", got)
