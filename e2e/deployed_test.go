@@ -416,6 +416,12 @@ func TestDeployedEndToEnd(t *testing.T) {
 		t.Errorf("the runner was invoked %d times, want the run's and its child's at least", n)
 	}
 	checkRunMetrics(t, dp.Metrics("runner"), runID)
+	// Its cost, reckoned by the runner as it ended: the runner's time at
+	// its memory and the Fargate sandbox's; the template prices no model.
+	if c, _ := ended["cost"].(map[string]any); c == nil || c["compute_usd"].(float64) <= 0 || c["model_usd"] != 0.0 ||
+		c["unpriced_model"] == "" || c["usd"] != c["compute_usd"] {
+		t.Errorf("the run's cost on GET /v1/runs/{id}: %v", ended["cost"])
+	}
 
 	// The completion callback, signed.
 	waitFor(t, "the completion callback", func() bool { callbacks.Lock(); defer callbacks.Unlock(); return len(callbacks.got) > 0 })

@@ -147,6 +147,7 @@ func dev(ctx context.Context, args []string, out, errOut io.Writer, getenv func(
 	fmt.Fprintf(out, "Slack          /slack/events and /slack/interactivity %s\n", slackLine)
 	fmt.Fprintf(out, "extensions     declared tools and setup steps in the local sandboxes; remote MCP servers through the webtools function\n")
 	fmt.Fprintln(out, "improvements   chats on the in-process runner's agent: bin/agentsfleet improve FLEET, bin/agentsfleet revisions FLEET")
+	fmt.Fprintln(out, "cost           each run's, estimated, in its run.ended and GET /v1/runs/{id} (AGENTSFLEET_MODEL_PRICES prices the model)")
 	if st.Metrics {
 		fmt.Fprintln(out, "metrics        the runs' CloudWatch metrics, printed as EMF documents (AGENTSFLEET_METRICS=on)")
 	} else {
@@ -193,7 +194,7 @@ const tryFleet = "reference-fleet"
 
 // notBuilt names what the product does not have yet, so that nobody looks
 // for it in the local stack.
-const notBuilt = "self-managed runners, the web console, OpenTelemetry traces and cost per run, repositories and pull requests"
+const notBuilt = "self-managed runners, the web console, OpenTelemetry traces, repositories and pull requests"
 
 // tryLines are three things to try against dev at base: a run started
 // with curl, one with the CLI, and a signed webhook delivery (the secret in

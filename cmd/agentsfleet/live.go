@@ -164,7 +164,7 @@ func (v *textView) event(ev *afrun.Event) {
 			// Not streamed (or not all of it): show it whole.
 			fmt.Fprintf(v.out, "\n%s\n", e.Answer)
 		}
-		fmt.Fprintf(v.out, "\n%s · %d tool calls · %d tokens in, %d out\n", e.Status, e.Usage.ToolCalls, e.Usage.InputTokens, e.Usage.OutputTokens)
+		fmt.Fprintf(v.out, "\n%s · %d tool calls · %d tokens in, %d out%s\n", e.Status, e.Usage.ToolCalls, e.Usage.InputTokens, e.Usage.OutputTokens, costLine(e.Cost))
 	}
 }
 
@@ -245,4 +245,17 @@ func isTerminal(w io.Writer) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
 	return err == nil
+}
+
+// costLine is " · about $X" for the run's cost, with the model it could
+// not price; "" without a cost.
+func costLine(c *afrun.Cost) string {
+	if c == nil {
+		return ""
+	}
+	line := fmt.Sprintf(" · about $%.4f", c.USD)
+	if c.UnpricedModel != "" {
+		line += fmt.Sprintf(" (compute only: no price for %s in AGENTSFLEET_MODEL_PRICES)", c.UnpricedModel)
+	}
+	return line
 }

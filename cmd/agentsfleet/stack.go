@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsfleet/agentsfleet/shared/api"
 	"github.com/agentsfleet/agentsfleet/shared/callback"
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/emulator"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/improve"
@@ -292,6 +293,16 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		return nil, err
 	}
 	s.Metrics = sink != nil
+	// Each run's cost as it would be deployed: its tokens at
+	// AGENTSFLEET_MODEL_PRICES, its sandbox's time at Fargate's price.
+	prices, err := cost.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	memory, err := cost.MemoryFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
 	s.Runner, err = runner.New(runner.Config{
 		Store:        s.Store,
 		Model:        s.Model.Model,
@@ -312,6 +323,8 @@ func startStack(ctx context.Context, o stackOptions, getenv func(string) string)
 		Schedules:     s.Schedules.Book(),
 		Observer:      o.Observer,
 		Metrics:       sink,
+		Prices:        &prices,
+		MemoryMiB:     memory,
 		Log:           log,
 	})
 	if err != nil {

@@ -29,6 +29,10 @@
 //	AGENTSFLEET_SCHEDULE_ROLE_ARN     tools answer that schedules are not configured
 //	AGENTSFLEET_METRICS               on (the default in Lambda) or off: the runs' CloudWatch metrics,
 //	                                  EMF documents on stdout (shared/metrics)
+//	AGENTSFLEET_MODEL_PRICES          the models' prices for each run's cost, MODEL=IN/OUT,… in US dollars
+//	                                  per million tokens (optional; shared/cost)
+//	AGENTSFLEET_COMPUTE_PRICES        Lambda's and Fargate's prices for it (optional; us-east-1's, ARM)
+//	AWS_LAMBDA_FUNCTION_MEMORY_SIZE   set by Lambda: the memory the runner's time is priced at
 //	AGENTSFLEET_TEST_ALLOW_ADDR       test-only, never set by the stack: a loopback address
 //	                                  callbacks may reach (shared/web/egress)
 //

@@ -143,7 +143,7 @@ func RunResult(ctx context.Context, st *store.Store, id string) (wire.Run, error
 		if len(evs) == 1 && evs[0].Type == run.EventRunEnded {
 			var end run.RunEnded
 			if err := json.Unmarshal(evs[0].Data, &end); err == nil {
-				body.Answer, body.Error, body.Usage = end.Answer, end.Error, end.Usage
+				body.Answer, body.Error, body.Usage, body.Cost = end.Answer, end.Error, end.Usage, end.Cost
 			}
 		}
 	}

@@ -10,6 +10,24 @@ type Result struct {
 	// Error says why the run failed; nil (null) unless it did.
 	Error *Error `json:"error"`
 	Usage Usage  `json:"usage"`
+	// Cost is what the run cost, estimated as it ended; nil when the
+	// runner reckons no cost (no prices), or when something other than
+	// the runner ended the run.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is what a run cost, in US dollars, estimated (package cost): its
+// model tokens, every agent's, at the deployment's prices for its model,
+// and its compute, the runner function's time and its sandbox's, at AWS's
+// prices. USD is the sum of the two.
+type Cost struct {
+	USD        float64 `json:"usd"`
+	ModelUSD   float64 `json:"model_usd"`
+	ComputeUSD float64 `json:"compute_usd"`
+	// UnpricedModel names the run's model when the deployment sets no
+	// price for it (AGENTSFLEET_MODEL_PRICES): its tokens are not in
+	// ModelUSD.
+	UnpricedModel string `json:"unpriced_model,omitempty"`
 }
 
 // Error is why a run failed: a product code (package shared/fault, such as

@@ -154,6 +154,7 @@ func (x *execution) summarise(ctx context.Context) error {
 		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: "compacting the conversation: " + err.Error()})
 	}
 	x.recordModel(x.modelID(), resp.Usage.InputTokens, resp.Usage.OutputTokens, time.Since(began))
+	x.used(resp.Usage)
 	summary := strings.TrimSpace(resp.Message.Text())
 	if summary == "" {
 		return x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeNoAnswer, Message: "the model wrote no summary when the conversation had to be compacted"})

@@ -273,6 +273,9 @@ func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error)
 		return nil, err
 	}
 	if _, own := x.agent.(ownAgent); own { // a child shares the run's
+		if x.st.SandboxSince.IsZero() {
+			x.st.SandboxSince = time.Now().UTC()
+		}
 		claim := sb.Claim
 		if claim == "" {
 			claim = launch.ClaimCold

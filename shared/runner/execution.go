@@ -62,6 +62,12 @@ type execution struct {
 	// that a person denied or let expire, by call id (approval.go); read
 	// by concurrent calls, written only between steps.
 	verdicts map[string]string
+	// began is when the invocation took the lease; unsent are the model
+	// tokens used since the last commit, which the next carries to the
+	// run's totals (Step.Tokens). Both are what its cost is reckoned from
+	// (cost.go).
+	began  time.Time
+	unsent store.Tokens
 }
 
 // loadDefinition reads the run's pinned Definition and the tools of the
@@ -200,6 +206,7 @@ func (x *execution) turn(ctx context.Context) (done bool, err error) {
 		return true, x.end(ctx, store.StatusFailed, "", &run.Error{Code: run.CodeModel, Message: err.Error()})
 	}
 	x.recordModel(x.modelID(), resp.Usage.InputTokens, resp.Usage.OutputTokens, time.Since(began))
+	x.used(resp.Usage)
 	x.st.Usage.InputTokens += resp.Usage.InputTokens
 	x.st.Usage.OutputTokens += resp.Usage.OutputTokens
 	x.st.LastInput = resp.Usage.InputTokens
@@ -339,10 +346,12 @@ func (x *execution) commit(ctx context.Context, st store.Step, events ...store.N
 		return fmt.Errorf("runner: run %s: %w", x.run.ID, err)
 	}
 	st.Holder, st.Number, st.Checkpoint, st.Turns, st.Events = x.holder, next, data, turns, events
+	st.Tokens = x.unsent
 	first, err := x.agent.commit(ctx, x, st)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
 	}
+	x.unsent = store.Tokens{}
 	x.st.committed()
 	x.step, x.inbox = next, nil
 	x.run.Spent.Tokens += st.Spend.Tokens

@@ -129,7 +129,7 @@ func (a ownAgent) commit(ctx context.Context, x *execution, st store.Step) (int6
 // end commits run.ended, moves the run to status, and stops its sandbox.
 // A budget that spend itself spent ends the run failed, saying so.
 func (a ownAgent) end(ctx context.Context, x *execution, status store.Status, answer string, runErr *run.Error, spend store.Budget) error {
-	ended := x.screenEnd(ctx, &run.RunEnded{Result: run.Result{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage}})
+	ended := x.screenEnd(ctx, &run.RunEnded{Result: run.Result{Status: status, Answer: answer, Error: runErr, Usage: x.st.Usage, Cost: x.cost(ctx)}})
 	x.st.Ended = ended
 	// Children still working end interrupted, and the folder is saved,
 	// before run.ended, which stays the last event.

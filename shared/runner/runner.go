@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/callback"
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/fault"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/metrics"
@@ -68,6 +69,12 @@ type Config struct {
 	// MessageTimeout is how long the message tool waits for Slack to take
 	// a line; 0 means MessageTimeout (12 seconds).
 	MessageTimeout time.Duration
+	// Prices, when set, have each run's cost reckoned as it ends
+	// (run.Result.Cost, package cost); MemoryMiB is the runner function's
+	// memory (AWS_LAMBDA_FUNCTION_MEMORY_SIZE), which its time is priced
+	// at: 0 leaves the runner's time out.
+	Prices    *cost.Prices
+	MemoryMiB int
 	// Metrics, when set, gets the runs' metrics (package metrics): runs
 	// started and ended, tool and model calls, sandbox claims.
 	Metrics *metrics.Sink
@@ -216,7 +223,8 @@ func (r *Runner) execute(ctx context.Context, p run.Payload) error {
 	}
 	ctx, stop, release := l.keep(ctx, logArgs...)
 	defer release()
-	x := &execution{r: r, run: rn, agent: a, holder: l.holder, unlease: release, stop: stop}
+	x := &execution{r: r, run: rn, agent: a, holder: l.holder, unlease: release, stop: stop, began: time.Now()}
+	defer x.addRunnerTime(ctx)
 	if ok, err := a.load(ctx, x); !ok {
 		return err
 	}

@@ -24,6 +24,8 @@ const (
 	// LambdaRuntimeAPI is the address of Lambda's Runtime API: set only
 	// inside Lambda.
 	LambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
+	// LambdaMemorySize is the function's memory in MiB.
+	LambdaMemorySize = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
 )
 
 // Var is one environment variable a component reads.

@@ -182,6 +182,7 @@ func (s *Store) childStepTxn(ctx context.Context, runID, childID, parentID strin
 	if spends {
 		rw.spend(st.Spend)
 	}
+	rw.tokens(st.Tokens)
 	if st.End != nil {
 		rw.incr("kidsRun", -1).above("kidsRun", 0)
 	}

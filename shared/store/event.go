@@ -222,6 +222,10 @@ type Step struct {
 	Events []NewEvent
 	// Spend is added to the run's spending, checked against its limits.
 	Spend Budget
+	// Tokens are the model tokens the agent used since its last step, by
+	// kind, added to the run's totals (Run.Tokens: what its cost is
+	// reckoned from). Spend.Tokens counts them together, for the budget.
+	Tokens Tokens
 	// WhileRunning makes the commit also require the run to be running:
 	// a run cancelled (or ended) meanwhile fails it with ErrRunEnded and
 	// nothing is written.
@@ -270,6 +274,7 @@ func (s *Store) commitStep(ctx context.Context, runID string, st Step) (firstSeq
 		if st.Spend != (Budget{}) {
 			w.spend(st.Spend)
 		}
+		w.tokens(st.Tokens)
 		if len(st.Wait) > 0 {
 			if err := st.wait(t, w, runID, now); err != nil {
 				return err

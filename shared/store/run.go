@@ -63,6 +63,11 @@ type Budget struct {
 	ToolCalls int64
 }
 
+// Tokens are model tokens by kind: what a model call's price is per.
+type Tokens struct {
+	Input, Output int64
+}
+
 // IdempotencyKey makes run creation safe to retry: a Slack event_id, a
 // webhook delivery id or an API Idempotency-Key, within a scope (such as
 // "slack", "webhook:<fleet>", "api:<key id>"). The same scope and key start at
@@ -123,6 +128,12 @@ type Run struct {
 	EndedAt      time.Time // move to a final status; zero before
 	Limits       Budget
 	Spent        Budget
+	// Tokens are the model tokens the run's agents used, by kind, as their
+	// committed steps say (Step.Tokens); RunnerTime is how long the runner
+	// function's invocations for it ran, each added as it ends
+	// (AddRunnerTime). Its cost is reckoned from them.
+	Tokens     Tokens
+	RunnerTime time.Duration
 	// Events is the sequence number of the last event (0: none yet).
 	Events int64
 	// MessageLines counts message lines posted (at most MaxMessageLines).
@@ -199,6 +210,9 @@ type runRecord struct {
 	Notified   bool       `dynamodbav:"notified,omitempty"`
 	AprPending int        `dynamodbav:"aprPending,omitempty"`
 	Grants     []string   `dynamodbav:"secretGrants,omitempty"`
+	InTok      int64      `dynamodbav:"inTok,omitempty"`
+	OutTok     int64      `dynamodbav:"outTok,omitempty"`
+	RunnerMs   int64      `dynamodbav:"runnerMs,omitempty"`
 	// GSI2: present while the run is queued or running (see ListLapsed).
 	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
@@ -220,7 +234,8 @@ func (r runRecord) run() Run {
 		Events:       r.EvtSeq,
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
 		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified,
-		PendingApprovals: r.AprPending, SecretGrants: r.Grants}
+		PendingApprovals: r.AprPending, SecretGrants: r.Grants,
+		Tokens: Tokens{Input: r.InTok, Output: r.OutTok}, RunnerTime: time.Duration(r.RunnerMs) * time.Millisecond}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
@@ -580,6 +595,28 @@ func (s *Store) MarkRunNotified(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("mark run %s notified: %w", id, err)
+	}
+	return nil
+}
+
+// AddRunnerTime adds d, how long one of the runner function's
+// invocations for run id ran, to the run's RunnerTime. A run that is gone
+// is not an error: nothing is kept for it.
+func (s *Store) AddRunnerTime(ctx context.Context, id string, d time.Duration) error {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		return nil
+	}
+	w := newWrite().exists().add("runnerMs", ms)
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: runKey(id), UpdateExpression: w.update(), ConditionExpression: w.condition(),
+		ExpressionAttributeNames: w.nameMap(), ExpressionAttributeValues: w.valueMap(),
+	})
+	if _, ok := conditionFailed(err); ok {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("add runner time to run %s: %w", id, err)
 	}
 	return nil
 }

@@ -212,6 +212,18 @@ func (w *write) update() *string {
 	return aws.String(b.String())
 }
 
+// tokens adds t to the item's token totals (which an item written before
+// there were any does not have: see add).
+func (w *write) tokens(t Tokens) *write {
+	if t.Input != 0 {
+		w.add("inTok", t.Input)
+	}
+	if t.Output != 0 {
+		w.add("outTok", t.Output)
+	}
+	return w
+}
+
 // spend adds to w the update and condition that add b to the item's
 // spending and keep what is left from going below zero.
 func (w *write) spend(b Budget) *write {

@@ -72,7 +72,10 @@ type Run struct {
 	Answer string     `json:"answer"`
 	Error  *run.Error `json:"error"`
 	Usage  run.Usage  `json:"usage"`
-	Reason string     `json:"reason,omitempty"`
+	// Cost is the run's estimated cost, from its run.ended: absent until
+	// it ended, and when nothing reckoned it.
+	Cost   *run.Cost `json:"cost,omitempty"`
+	Reason string    `json:"reason,omitempty"`
 	// Egress counts the run's egress log (GET /v1/runs/{id}/egress).
 	Egress run.EgressSummary `json:"egress"`
 	// PendingApprovals are the calls a waiting run waits on; empty
@@ -96,9 +99,10 @@ type Decided struct {
 	RunStatus  run.Status   `json:"run_status"`
 }
 
-// SetResult sets r's status, answer, error and usage to res, a run.ended's.
+// SetResult sets r's status, answer, error, usage and cost to res, a
+// run.ended's.
 func (r *Run) SetResult(res run.Result) {
-	r.Status, r.Answer, r.Error, r.Usage = res.Status, res.Answer, res.Error, res.Usage
+	r.Status, r.Answer, r.Error, r.Usage, r.Cost = res.Status, res.Answer, res.Error, res.Usage, res.Cost
 }
 
 // RunPage is a page of a fleet's runs, newest first.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/agentsfleet/agentsfleet/shared/callback"
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/table"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
@@ -40,7 +41,7 @@ var calls = []invoke.Callee{
 // starts without it.
 func Settings() []setting.Var {
 	return setting.Join(store.Settings(), invoke.Settings(calls), ecs.Settings(), pool.Settings(),
-		provider.Settings(), keeper.Settings(), runner.Settings(), callback.Settings(), metrics.Settings())
+		provider.Settings(), keeper.Settings(), runner.Settings(), callback.Settings(), metrics.Settings(), cost.Settings())
 }
 
 // noSandboxes is why sandbox tools cannot run in a deployment whose
@@ -88,6 +89,15 @@ func New(ctx context.Context, e deploy.Env) (*Function, error) {
 		// function's role may read the fleets' secrets (infra/stack).
 		Secrets: secret.SecretsManager{Client: secretsmanager.NewFromConfig(e.AWS)},
 		Log:     log,
+	}
+	// Each run's cost, reckoned as it ends.
+	prices, err := cost.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Prices = &prices
+	if cfg.MemoryMiB, err = cost.MemoryFromEnv(getenv); err != nil {
+		return nil, err
 	}
 	// The metrics go to the function's log, as EMF documents on stdout.
 	if cfg.Metrics, err = metrics.FromEnv(getenv, e.Stdout()); err != nil {
