@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentsfleet/agentsfleet/infra/stack"
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/deploy"
 	"github.com/agentsfleet/agentsfleet/shared/deploy/settings"
 	"github.com/agentsfleet/agentsfleet/shared/model/anthropic"
@@ -25,7 +26,8 @@ func TestFunctionSettings(t *testing.T) {
 		t.Fatalf("the stack deploys %q, shared/deploy builds %q", stack.Functions, deploy.Functions)
 	}
 	_, every := synth(t, map[string]string{stack.CtxModelProvider: "openai", stack.CtxModel: "gpt-5", stack.CtxWarmPool: "small=1",
-		stack.CtxSearchBackend: "searxng", stack.CtxSearchURL: "https://search.example.com/", stack.CtxSlackDefaultFleet: "triage"})
+		stack.CtxSearchBackend: "searxng", stack.CtxSearchURL: "https://search.example.com/", stack.CtxSlackDefaultFleet: "triage",
+		stack.CtxModelPrices: "gpt-5=1.25/10", stack.CtxComputePrices: "fargate_vcpu_hour=0.04"})
 	templates := map[string]map[string]any{"every option": every}
 	for _, name := range []string{"public", "private", "anthropic", "browser"} {
 		_, m := layout(t, name)
@@ -87,5 +89,16 @@ func TestFunctionSettings(t *testing.T) {
 				t.Errorf("no layout gives the %s function %s", fn, k)
 			}
 		}
+	}
+}
+
+// TestPricesReachTheRunner: the prices given as context are the runner's
+// settings, as written.
+func TestPricesReachTheRunner(t *testing.T) {
+	_, m := synth(t, map[string]string{stack.CtxModelPrices: "gpt-5=1.25/10", stack.CtxComputePrices: "lambda_gb_second=0.00002"})
+	env, _ := resources(m, "AWS::Lambda::Function")["Runner"]["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	if vars[cost.EnvModelPrices] != "gpt-5=1.25/10" || vars[cost.EnvComputePrices] != "lambda_gb_second=0.00002" {
+		t.Errorf("the runner's prices: %v, %v", vars[cost.EnvModelPrices], vars[cost.EnvComputePrices])
 	}
 }

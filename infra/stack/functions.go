@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/invoke"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/runner"
@@ -175,6 +176,12 @@ func newFunctions(st *Stack, group awsscheduler.ScheduleGroup) functions {
 	}
 	if s.Model != "" {
 		runnerEnv[provider.EnvModel] = s.Model
+	}
+	if s.ModelPrices != "" {
+		runnerEnv[cost.EnvModelPrices] = s.ModelPrices
+	}
+	if s.ComputePrices != "" {
+		runnerEnv[cost.EnvComputePrices] = s.ComputePrices
 	}
 	if s.WarmPool != "" {
 		runnerEnv[pool.TargetsEnv] = s.WarmPool

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentsfleet/agentsfleet/shared/cost"
 	"github.com/agentsfleet/agentsfleet/shared/fleet"
 	"github.com/agentsfleet/agentsfleet/shared/model/provider"
 	"github.com/agentsfleet/agentsfleet/shared/sandbox/launch/pool"
@@ -93,6 +94,12 @@ type Settings struct {
 	// (context "slackDefaultFleet", default none: such a mention is told
 	// how to route its channel).
 	SlackDefaultFleet string
+	// ModelPrices and ComputePrices are the runner's
+	// AGENTSFLEET_MODEL_PRICES and AGENTSFLEET_COMPUTE_PRICES, what each
+	// run's cost is reckoned at (contexts "modelPrices", such as
+	// "anthropic.claude-sonnet-4-5=3/15", and "computePrices"; default
+	// none: models unpriced, us-east-1's compute prices).
+	ModelPrices, ComputePrices string
 }
 
 // Defaults returns the default settings for the repository at root.
@@ -134,12 +141,15 @@ const (
 	CtxRunnerConcurrency  = "runnerConcurrency"
 	CtxLambdaDir          = "lambdaDir"
 	CtxSlackDefaultFleet  = "slackDefaultFleet"
+	CtxModelPrices        = "modelPrices"
+	CtxComputePrices      = "computePrices"
 )
 
 // ContextKeys lists every key FromContext reads.
 var ContextKeys = []string{CtxNetwork, CtxNATGateways, CtxDeletionProtection, CtxWarmPool, CtxSandboxBrowser, CtxBrowserWarmPool, CtxEphemeralStorage,
 	CtxSandboxEgress, CtxLogRetentionDays, CtxCheckpointDays, CtxModelProvider, CtxModel, CtxFleetSecrets,
-	CtxSearchBackend, CtxSearchURL, CtxSearchAPIKeySecret, CtxRunnerConcurrency, CtxLambdaDir, CtxSlackDefaultFleet}
+	CtxSearchBackend, CtxSearchURL, CtxSearchAPIKeySecret, CtxRunnerConcurrency, CtxLambdaDir, CtxSlackDefaultFleet,
+	CtxModelPrices, CtxComputePrices}
 
 // retentions are CloudWatch Logs' retention values in days.
 var retentions = map[int]bool{1: true, 3: true, 5: true, 7: true, 14: true, 30: true, 60: true, 90: true,
@@ -243,6 +253,22 @@ func FromContext(root string, get func(key string) any) (Settings, error) {
 		CtxSlackDefaultFleet: &s.SlackDefaultFleet} {
 		if v, ok := str(key); ok {
 			*dst = v
+		}
+	}
+	for key, env := range map[string]string{CtxModelPrices: cost.EnvModelPrices, CtxComputePrices: cost.EnvComputePrices} {
+		v, ok := str(key)
+		if !ok || v == "" {
+			continue
+		}
+		// Checked as the runner will read it, so that a typing error
+		// fails the synth rather than the runner's start.
+		if _, err := cost.FromEnv(func(k string) string { return map[string]string{env: v}[k] }); err != nil {
+			return Settings{}, fmt.Errorf("context %s: %w", key, err)
+		}
+		if key == CtxModelPrices {
+			s.ModelPrices = v
+		} else {
+			s.ComputePrices = v
 		}
 	}
 	if s.FleetSecrets == "" {

@@ -794,6 +794,8 @@ func TestFromContext(t *testing.T) {
 		{"deletionProtection", "maybe", "true or false"},
 		{"sandboxBrowser", "yes please", "true or false"},
 		{"browserWarmPool", "small=1", "sandboxBrowser is not true"},
+		{"modelPrices", "claude=3", "AGENTSFLEET_MODEL_PRICES"},
+		{"computePrices", "fargate_vcpu_hour=free", "AGENTSFLEET_COMPUTE_PRICES"},
 	} {
 		_, err := stack.FromContext("/r", func(k string) any {
 			if k == tc.key {
