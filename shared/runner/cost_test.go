@@ -63,7 +63,9 @@ text = "done"
 	if end.Cost.ComputeUSD <= 0 || end.Cost.USD != end.Cost.ModelUSD+end.Cost.ComputeUSD || end.Cost.UnpricedModel != "" {
 		t.Errorf("cost %+v: want the runner's and the sandbox's time in compute_usd, and the sum", end.Cost)
 	}
-	if run.RunnerTime <= 0 {
-		t.Errorf("the run's runner time %v, want its invocations' time", run.RunnerTime)
+	// The invocations that ran (the run's and the child's) added their
+	// time, and the run's own agent its sandbox's.
+	if run.Time.Runner <= 0 || run.Time.Sandbox <= 0 {
+		t.Errorf("the run's time %+v, want its invocations' and its sandbox's", run.Time)
 	}
 }

@@ -273,8 +273,8 @@ func (x *execution) acquireSandbox(ctx context.Context) (*launch.Sandbox, error)
 		return nil, err
 	}
 	if _, own := x.agent.(ownAgent); own { // a child shares the run's
-		if x.st.SandboxSince.IsZero() {
-			x.st.SandboxSince = time.Now().UTC()
+		if x.sandboxFrom.IsZero() {
+			x.sandboxFrom = time.Now()
 		}
 		claim := sb.Claim
 		if claim == "" {

@@ -62,12 +62,13 @@ type execution struct {
 	// that a person denied or let expire, by call id (approval.go); read
 	// by concurrent calls, written only between steps.
 	verdicts map[string]string
-	// began is when the invocation took the lease; unsent are the model
-	// tokens used since the last commit, which the next carries to the
-	// run's totals (Step.Tokens). Both are what its cost is reckoned from
-	// (cost.go).
-	began  time.Time
-	unsent store.Tokens
+	// began is when the invocation took the lease, and sandboxFrom when
+	// the run's own agent first had the run's sandbox in it; unsent are
+	// the model tokens used since the last commit, which the next carries
+	// to the run's totals (Step.Tokens). They are what its cost is
+	// reckoned from (cost.go).
+	began, sandboxFrom time.Time
+	unsent             store.Tokens
 }
 
 // loadDefinition reads the run's pinned Definition and the tools of the

@@ -224,7 +224,7 @@ func (r *Runner) execute(ctx context.Context, p run.Payload) error {
 	ctx, stop, release := l.keep(ctx, logArgs...)
 	defer release()
 	x := &execution{r: r, run: rn, agent: a, holder: l.holder, unlease: release, stop: stop, began: time.Now()}
-	defer x.addRunnerTime(ctx)
+	defer x.addRunTime(ctx)
 	if ok, err := a.load(ctx, x); !ok {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/agentsfleet/agentsfleet/shared/model"
 	"github.com/agentsfleet/agentsfleet/shared/run"
@@ -38,9 +37,6 @@ type state struct {
 	Conv  *conversation    `json:"conv,omitempty"`
 	Plan  *run.PlanUpdated `json:"plan,omitempty"`
 	Usage run.Usage        `json:"usage"`
-	// SandboxSince is when the run's own agent first got a sandbox: its
-	// cost counts the sandbox's time from then to the run's end.
-	SandboxSince time.Time `json:"sandbox_since,omitzero"`
 	// LastInput is the input tokens of the last model call: how full the
 	// context window was.
 	LastInput int64 `json:"last_input,omitempty"`

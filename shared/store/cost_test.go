@@ -37,8 +37,8 @@ func TestRunTotalsForItsCost(t *testing.T) {
 	if _, err := e.CommitStep(ctx, r.ID, store.Step{Holder: "inv-other", Number: 2, Tokens: store.Tokens{Input: 1000}}); err == nil {
 		t.Fatal("a step from another holder was committed")
 	}
-	for _, d := range []time.Duration{1500 * time.Millisecond, 2 * time.Second, 0} {
-		if err := e.AddRunnerTime(ctx, r.ID, d); err != nil {
+	for _, rt := range []store.RunTime{{Runner: 1500 * time.Millisecond}, {Runner: 2 * time.Second, Sandbox: time.Second}, {}} {
+		if err := e.AddRunTime(ctx, r.ID, rt); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,11 +49,11 @@ func TestRunTotalsForItsCost(t *testing.T) {
 	if got.Tokens != (store.Tokens{Input: 59, Output: 23}) || got.Spent.Tokens != 82 {
 		t.Errorf("tokens %+v, spent %+v; want 59 in, 23 out, 82 spent", got.Tokens, got.Spent)
 	}
-	if got.RunnerTime != 3500*time.Millisecond {
-		t.Errorf("runner time %v, want 3.5s", got.RunnerTime)
+	if got.Time != (store.RunTime{Runner: 3500 * time.Millisecond, Sandbox: time.Second}) {
+		t.Errorf("time %+v, want the runner's 3.5s and the sandbox's 1s", got.Time)
 	}
 	// A run that is gone keeps nothing, and that is not an error.
-	if err := e.AddRunnerTime(ctx, "run_gone", time.Second); err != nil {
-		t.Errorf("AddRunnerTime of a run that is gone: %v", err)
+	if err := e.AddRunTime(ctx, "run_gone", store.RunTime{Runner: time.Second}); err != nil {
+		t.Errorf("AddRunTime of a run that is gone: %v", err)
 	}
 }

@@ -129,11 +129,11 @@ type Run struct {
 	Limits       Budget
 	Spent        Budget
 	// Tokens are the model tokens the run's agents used, by kind, as their
-	// committed steps say (Step.Tokens); RunnerTime is how long the runner
-	// function's invocations for it ran, each added as it ends
-	// (AddRunnerTime). Its cost is reckoned from them.
-	Tokens     Tokens
-	RunnerTime time.Duration
+	// committed steps say (Step.Tokens); Time is how long the runner
+	// function's invocations for it ran, and had its sandbox, each added
+	// as it ends (AddRunTime). Its cost is reckoned from them.
+	Tokens Tokens
+	Time   RunTime
 	// Events is the sequence number of the last event (0: none yet).
 	Events int64
 	// MessageLines counts message lines posted (at most MaxMessageLines).
@@ -213,6 +213,7 @@ type runRecord struct {
 	InTok      int64      `dynamodbav:"inTok,omitempty"`
 	OutTok     int64      `dynamodbav:"outTok,omitempty"`
 	RunnerMs   int64      `dynamodbav:"runnerMs,omitempty"`
+	SandboxMs  int64      `dynamodbav:"sandboxMs,omitempty"`
 	// GSI2: present while the run is queued or running (see ListLapsed).
 	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK int64  `dynamodbav:"gsi2sk,omitempty"`
@@ -235,7 +236,8 @@ func (r runRecord) run() Run {
 		MessageLines: r.MsgLines, ChildrenRunning: r.KidsRun, ChildrenStarted: r.KidsTotal,
 		CheckpointStep: r.CkptStep, LeaseHolder: r.Holder, CallbackURL: r.Callback, Continues: r.Continues, Notified: r.Notified,
 		PendingApprovals: r.AprPending, SecretGrants: r.Grants,
-		Tokens: Tokens{Input: r.InTok, Output: r.OutTok}, RunnerTime: time.Duration(r.RunnerMs) * time.Millisecond}
+		Tokens: Tokens{Input: r.InTok, Output: r.OutTok},
+		Time:   RunTime{Runner: time.Duration(r.RunnerMs) * time.Millisecond, Sandbox: time.Duration(r.SandboxMs) * time.Millisecond}}
 	if r.StartedAt != nil {
 		run.StartedAt = *r.StartedAt
 	}
@@ -599,15 +601,27 @@ func (s *Store) MarkRunNotified(ctx context.Context, id string) error {
 	return nil
 }
 
-// AddRunnerTime adds d, how long one of the runner function's
-// invocations for run id ran, to the run's RunnerTime. A run that is gone
-// is not an error: nothing is kept for it.
-func (s *Store) AddRunnerTime(ctx context.Context, id string, d time.Duration) error {
-	ms := d.Milliseconds()
-	if ms <= 0 {
+// RunTime is time a run's cost counts: the runner function's, and its
+// sandbox's.
+type RunTime struct {
+	Runner, Sandbox time.Duration
+}
+
+// AddRunTime adds t, one of the runner function's invocations for run id
+// (and the time it had the run's sandbox), to the run's Time. A run that
+// is gone is not an error: nothing is kept for it.
+func (s *Store) AddRunTime(ctx context.Context, id string, t RunTime) error {
+	runner, sandbox := t.Runner.Milliseconds(), t.Sandbox.Milliseconds()
+	if runner <= 0 && sandbox <= 0 {
 		return nil
 	}
-	w := newWrite().exists().add("runnerMs", ms)
+	w := newWrite().exists()
+	if runner > 0 {
+		w.add("runnerMs", runner)
+	}
+	if sandbox > 0 {
+		w.add("sandboxMs", sandbox)
+	}
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: runKey(id), UpdateExpression: w.update(), ConditionExpression: w.condition(),
 		ExpressionAttributeNames: w.nameMap(), ExpressionAttributeValues: w.valueMap(),
@@ -616,7 +630,7 @@ func (s *Store) AddRunnerTime(ctx context.Context, id string, d time.Duration) e
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("add runner time to run %s: %w", id, err)
+		return fmt.Errorf("add the time of run %s: %w", id, err)
 	}
 	return nil
 }
